@@ -49,12 +49,14 @@ class BertTextTokenizer(tf.Module):
 
     def __init__(self, vocab, do_lower_case=True, name=None):
         super().__init__(name=name)
-        self.vocab = list(vocab) if not isinstance(vocab, str) else load_vocab_list(vocab)
+        # A local list: a list attribute of a tf.Module would be wrapped and tracked item by item.
+        tokens = list(vocab) if not isinstance(vocab, str) else load_vocab_list(vocab)
+        self.vocab_size = len(tokens)
         self.do_lower_case = do_lower_case
-        self.unk_id = self.vocab.index(UNK_TOKEN)
-        self._vocab_tensor = tf.constant(self.vocab)
+        self.unk_id = tokens.index(UNK_TOKEN)
+        self._vocab_tensor = tf.constant(tokens)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self.vocab,
+            vocab=tokens,
             suffix_indicator="##",
             max_bytes_per_word=4 * MAX_CHARS_PER_WORD,  # the character limit is applied below
             token_out_type=tf.int64,

@@ -1,0 +1,213 @@
+"""Every TFRecord feature spec, in one place, shared by the writers and the tf.data readers.
+
+Names are Google's (`input_ids`, `input_mask`, `segment_ids`, `masked_lm_positions`, ...);
+readers also accept tf-models-official's `input_word_ids` / `input_type_ids`.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+# tf-models-official name -> Google name.
+MODEL_GARDEN_ALIASES = {"input_word_ids": "input_ids", "input_type_ids": "segment_ids"}
+
+
+def _ints(length):
+    return tf.io.FixedLenFeature([length], tf.int64)
+
+
+def _floats(length):
+    return tf.io.FixedLenFeature([length], tf.float32)
+
+
+def pretraining_spec(max_seq_length, max_predictions_per_seq):
+    """Google's run_pretraining.py / create_pretraining_data.py schema."""
+    return {
+        "input_ids": _ints(max_seq_length),
+        "input_mask": _ints(max_seq_length),
+        "segment_ids": _ints(max_seq_length),
+        "masked_lm_positions": _ints(max_predictions_per_seq),
+        "masked_lm_ids": _ints(max_predictions_per_seq),
+        "masked_lm_weights": _floats(max_predictions_per_seq),
+        "next_sentence_labels": _ints(1),
+    }
+
+
+def classification_spec(max_seq_length, is_regression=False):
+    """Google's run_classifier.py schema (`label_ids`, `is_real_example`); float labels for STS-B."""
+    return {
+        "input_ids": _ints(max_seq_length),
+        "input_mask": _ints(max_seq_length),
+        "segment_ids": _ints(max_seq_length),
+        "label_ids": _floats(1) if is_regression else _ints(1),
+        "is_real_example": _ints(1),
+    }
+
+
+def squad_spec(max_seq_length, is_training):
+    """Google's run_squad.py schema: positions and `is_impossible` only in training files."""
+    spec = {
+        "unique_ids": _ints(1),
+        "input_ids": _ints(max_seq_length),
+        "input_mask": _ints(max_seq_length),
+        "segment_ids": _ints(max_seq_length),
+    }
+    if is_training:
+        spec.update(start_positions=_ints(1), end_positions=_ints(1), is_impossible=_ints(1))
+    return spec
+
+
+def tagging_spec(max_seq_length):
+    """Token classification (NER): a label per token, `label_weights` 1 on each word's first piece."""
+    return {
+        "input_ids": _ints(max_seq_length),
+        "input_mask": _ints(max_seq_length),
+        "segment_ids": _ints(max_seq_length),
+        "label_ids": _ints(max_seq_length),
+        "label_weights": _floats(max_seq_length),
+    }
+
+
+def multiple_choice_spec(max_seq_length, num_choices):
+    """SWAG: the choices' sequences one after another ([num_choices * max_seq_length])."""
+    return {
+        "input_ids": _ints(num_choices * max_seq_length),
+        "input_mask": _ints(num_choices * max_seq_length),
+        "segment_ids": _ints(num_choices * max_seq_length),
+        "label_ids": _ints(1),
+    }
+
+
+def to_example_bytes(features, spec):
+    """Serializes {name: values} as a tf.train.Example, checking names and lengths against `spec`."""
+    if set(features) != set(spec):
+        raise ValueError(f"features {sorted(features)} do not match the spec {sorted(spec)}")
+    proto = {}
+    for name, feature_spec in spec.items():
+        values = np.asarray(features[name]).reshape(-1)
+        if values.shape[0] != feature_spec.shape[0]:
+            raise ValueError(f"feature {name} has {values.shape[0]} values, the spec wants {feature_spec.shape[0]}")
+        if feature_spec.dtype == tf.float32:
+            proto[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values.astype(np.float32).tolist()))
+        else:
+            proto[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64).tolist()))
+    return tf.train.Example(features=tf.train.Features(feature=proto)).SerializeToString()
+
+
+def detect_feature_names(file_path):
+    """The feature names of a TFRecord file's first record (Google's or Model Garden's)."""
+    for record in tf.data.TFRecordDataset(file_path).take(1):
+        return set(tf.train.Example.FromString(record.numpy()).features.feature)
+    return set()
+
+
+def parse_fn(spec, available_names=None):
+    """A function parsing serialized Examples by `spec`, reading Model Garden's names where the
+    files use them, returning int32 for int64 features (what TPUs and our models take)."""
+    renamed = {}
+    for google_name, feature_spec in spec.items():
+        file_name = google_name
+        if available_names is not None and google_name not in available_names:
+            file_name = next(
+                (alias for alias, name in MODEL_GARDEN_ALIASES.items() if name == google_name and alias in available_names),
+                google_name,
+            )
+        renamed[file_name] = (google_name, feature_spec)
+
+    def parse(serialized):
+        parsed = tf.io.parse_example(serialized, {file_name: s for file_name, (_, s) in renamed.items()})
+        out = {}
+        for file_name, (google_name, _) in renamed.items():
+            value = parsed[file_name]
+            out[google_name] = tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+        return out
+
+    return parse
+
+
+def _varint_bytes(values):
+    """Unsigned LEB128 of non-negative ints below 2**35, all at once: the encoded bytes of every
+    value, concatenated in order, and the number of bytes of each value."""
+    largest = int(values.max()) if values.size else 0
+    values = values.astype(np.int32 if largest < 2**31 else np.int64)
+    width = 1
+    count = np.ones(values.shape, np.int8)
+    while largest >= 1 << (7 * width):
+        count += values >= (1 << (7 * width))
+        width += 1
+    groups = np.empty(values.shape + (width,), np.uint8)
+    for k in range(width):
+        groups[..., k] = (values >> (7 * k)) & 0x7F
+        if k < width - 1:
+            groups[..., k] |= (count > k + 1).astype(np.uint8) << 7
+    used = np.arange(width, dtype=np.int8) < count[..., None]
+    return groups[used].tobytes(), count
+
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+_SMALL_VARINTS = [_varint(value) for value in range(1 << 14)]
+
+
+def _framed(field_tag, payload):
+    """A length-delimited protobuf field: tag byte, varint length, payload."""
+    size = len(payload)
+    return field_tag + (_SMALL_VARINTS[size] if size < 16384 else _varint(size)) + payload
+
+
+def examples_to_bytes(features, spec):
+    """Serializes a batch {name: [N, length] array} as N tf.train.Example records.
+
+    Writes the protobuf wire format directly: the varints of a whole batch are computed at once in
+    numpy and each feature's framing depends only on its payload length, so it is cached. Several
+    times faster than building tf.train.Example objects. Rows holding negative or huge ints fall
+    back to protobuf.
+    """
+    names = sorted(spec)
+    rows = {name: np.asarray(features[name]).reshape(len(features[name]), -1) for name in names}
+    count = len(rows[names[0]]) if names else 0
+    columns = []  # per feature: N entries of the Features map, each key + framed Feature
+    fallback = np.zeros(count, bool)
+    for name in names:
+        feature_spec = spec[name]
+        values = rows[name]
+        if values.shape != (count, feature_spec.shape[0]):
+            raise ValueError(f"feature {name} has shape {values.shape}, the spec wants ({count}, {feature_spec.shape[0]})")
+        if feature_spec.dtype == tf.float32:
+            data = values.astype("<f4").tobytes()
+            width = 4 * values.shape[1]
+            payloads = [data[i * width : (i + 1) * width] for i in range(count)]
+            kind = b"\x12"  # Feature.float_list
+        else:
+            values = values.astype(np.int64)
+            fallback |= np.any((values < 0) | (values >= 2**35), axis=1)
+            data, sizes = _varint_bytes(np.clip(values, 0, 2**35 - 1))
+            ends = np.cumsum(sizes.sum(axis=1, dtype=np.int64)).tolist()
+            payloads = [data[begin:end] for begin, end in zip([0] + ends[:-1], ends)]
+            kind = b"\x1a"  # Feature.int64_list
+        key = _framed(b"\x0a", name.encode())
+        headers = {}  # payload length -> everything of the map entry before the payload
+        entries = []
+        for payload in payloads:
+            header = headers.get(len(payload))
+            if header is None:
+                entry = _framed(b"\x0a", key + _framed(b"\x12", _framed(kind, _framed(b"\x0a", payload))))
+                header = headers[len(payload)] = entry[: len(entry) - len(payload)]
+            entries.append(header + payload)
+        columns.append(entries)
+    records = []
+    for index, parts in enumerate(zip(*columns)):
+        if fallback[index]:
+            records.append(to_example_bytes({name: rows[name][index] for name in names}, spec))
+        else:
+            records.append(_framed(b"\x0a", b"".join(parts)))  # Example.features
+    return records
