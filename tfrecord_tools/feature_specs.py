@@ -4,6 +4,8 @@ Names are Google's (`input_ids`, `input_mask`, `segment_ids`, `masked_lm_positio
 readers also accept tf-models-official's `input_word_ids` / `input_type_ids`.
 """
 
+import os
+
 import numpy as np
 import tensorflow as tf
 
@@ -211,3 +213,20 @@ def examples_to_bytes(features, spec):
         else:
             records.append(_framed(b"\x0a", b"".join(parts)))  # Example.features
     return records
+
+
+def write_tfrecord(records, output_file):
+    """Writes serialized records under a temporary name, renamed when complete; returns the count."""
+    os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
+    temporary = f"{output_file}.tmp-{os.getpid()}"
+    count = 0
+    try:
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for record in records:
+                writer.write(record)
+                count += 1
+        os.replace(temporary, output_file)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return count
