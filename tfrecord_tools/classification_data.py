@@ -98,7 +98,7 @@ class ClassificationProcessor:
     @classmethod
     def generic(cls, data_dir, text_a_column, text_b_column=None, label_column=None, labels=(),
                 is_regression=False, skip_header=True, delimiter="\t", file_names=None, **kwargs):
-        """Any TSV/CSV: columns by index, `labels` in id order (empty for regression)."""
+        """Any TSV/CSV: columns by index, `labels` in id order (empty: accept any, to collect them)."""
         files = file_names or {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
         labelled = ColumnFormat(text_a_column, text_b_column, label_column, skip_header)
         formats = {"train": labelled, "dev": labelled,
@@ -148,7 +148,7 @@ class ClassificationProcessor:
                         except ValueError:
                             self._skip(path, line_number, f"label {label!r} is not a number")
                             continue
-                    elif label not in self.task.labels:
+                    elif self.task.labels and label not in self.task.labels:  # no labels given: any
                         self._skip(path, line_number, f"label {label!r} is not one of {', '.join(self.task.labels)}")
                         continue
                 text_b = row[column_format.text_b] if column_format.text_b is not None else None
