@@ -8,5 +8,14 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 export TF_CPP_MIN_LOG_LEVEL=2
 
-echo "== 1. A tiny BERT from a config, saved as a Google-format checkpoint, loaded back, encoding two sentences"
-$PY demo/encode_sentences.py --corpus=demo/data/corpus.txt --output_dir="$OUT/tiny_bert"
+echo "== 1. A WordPiece vocabulary learned from the bundled corpus (tensorflow-text)"
+$PY tfrecord_tools/build_vocab.py --input_file=demo/data/corpus.txt --output_file="$OUT/vocab.txt" \
+    --vocab_size=400 --min_count=1 --alsologtostderr 2>&1 | grep -E "wrote|error"
+
+echo "== 2. Pretraining TFRecords (masked LM + next sentence), Google's flags and schema"
+$PY tfrecord_tools/create_pretraining_data.py --input_file=demo/data/corpus.txt \
+    --output_file="$OUT/pretrain-0.tfrecord,$OUT/pretrain-1.tfrecord" --vocab_file="$OUT/vocab.txt" \
+    --max_seq_length=64 --max_predictions_per_seq=10 --dupe_factor=5 2>&1 | grep -E "instances|tokens|fraction|share|wrote|error"
+
+echo "== 3. A tiny BERT from a config, saved as a Google-format checkpoint, loaded back, encoding two sentences"
+$PY demo/encode_sentences.py --vocab_file="$OUT/vocab.txt" --output_dir="$OUT/tiny_bert"
