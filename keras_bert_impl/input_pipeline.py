@@ -1,0 +1,51 @@
+"""`make_tfrecord_dataset`: tf.data over sharded TFRecords, as every runner reads them.
+
+File-level sharding across input pipelines (workers), parallel interleave, shuffle, repeat,
+static batch shapes (`drop_remainder`, as TPUs need), parsing by the shared feature specs, with
+Google's or tf-models-official's feature names, and prefetch.
+"""
+
+import glob
+
+import tensorflow as tf
+
+from tfrecord_tools import feature_specs
+
+
+def expand_file_patterns(file_patterns):
+    """A comma list of globs -> sorted files, or an error naming the pattern that matched nothing."""
+    files = []
+    for pattern in filter(None, (part.strip() for part in file_patterns.split(","))):
+        matches = sorted(tf.io.gfile.glob(pattern)) if "://" in pattern else sorted(glob.glob(pattern))
+        if not matches:
+            raise FileNotFoundError(f"{pattern}: no TFRecord file matches; check --input_file")
+        files.extend(matches)
+    if not files:
+        raise FileNotFoundError("no input files given; pass --input_file=PATTERN[,PATTERN...]")
+    return files
+
+
+def make_tfrecord_dataset(files, spec, batch_size, is_training, input_pipeline_id=0, num_input_pipelines=1,
+                          shuffle_buffer=10000, seed=None):
+    """Batches of parsed features (int32 ids). Training data repeats and is shuffled; each
+    input pipeline reads its own share of the files (of the records, if there are fewer files)."""
+    parse = feature_specs.parse_fn(spec, feature_specs.detect_feature_names(files[0]))
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    shard_records = num_input_pipelines > 1 and len(files) < num_input_pipelines
+    if num_input_pipelines > 1 and not shard_records:
+        dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(len(files), seed=seed).repeat()
+    dataset = dataset.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(8, len(files)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    if shard_records:
+        dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)

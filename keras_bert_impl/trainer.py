@@ -1,0 +1,297 @@
+"""`Trainer`: the strategy-aware custom training loop shared by every runner.
+
+One loop serves one device, MirroredStrategy, MultiWorkerMirroredStrategy and TPUStrategy:
+- each worker reads its own tf.data iterator (a plain, checkpointable one) and hands each local
+  replica its slice of the batch;
+- the per-replica forward/backward pass can be XLA-compiled (`jit_compile`); the all-reduce, the
+  gradient clipping (global norm of the summed gradient, as BERT) and the update stay outside XLA;
+- losses are sums divided by denominators summed over all replicas, so N devices compute the loss
+  of one device on the global batch;
+- `steps_per_loop` steps run inside one tf.function call (Google's `iterations_per_loop`);
+- a `tf.train.CheckpointManager` keeps model, optimizer, data iterator and dropout RNG state, so
+  a run killed at any moment resumes from its last checkpoint exactly where it was;
+- TensorBoard summaries and a progress log (examples/s, ETA) after every loop; a non-finite loss
+  stops the run, naming the step, before anything is saved.
+"""
+
+import os
+import time
+
+import keras
+import tensorflow as tf
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+def _is_chief(strategy):
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return True
+    return resolver.task_type in (None, "chief") or (resolver.task_type == "worker" and resolver.task_id == 0
+                                                      and "chief" not in resolver.cluster_spec().as_dict())
+
+
+def input_pipeline_of(strategy):
+    """(this worker's input pipeline id, number of pipelines): one pipeline per worker."""
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        resolver = strategy.cluster_resolver
+        workers = resolver.cluster_spec().as_dict()
+        order = [("chief", i) for i in range(len(workers.get("chief", [])))]
+        order += [("worker", i) for i in range(len(workers.get("worker", [])))]
+        return order.index((resolver.task_type, resolver.task_id)), len(order)
+    return 0, 1
+
+
+class Trainer:
+    """Trains `model` on `task` under `strategy`; see the module docstring."""
+
+    def __init__(
+        self,
+        strategy,
+        task,
+        model,
+        optimizer,
+        output_dir,
+        steps_per_loop=1000,
+        save_checkpoints_steps=1000,
+        jit_compile=False,
+        gradient_accumulation_steps=1,
+        clip_norm=1.0,
+        max_checkpoints_to_keep=5,
+        log=print,
+    ):
+        self.strategy = strategy
+        self.task = task
+        self.model = model
+        self.optimizer = optimizer
+        self.output_dir = output_dir
+        self.steps_per_loop = max(1, steps_per_loop)
+        self.save_checkpoints_steps = max(1, save_checkpoints_steps)
+        self.gradient_accumulation_steps = max(1, gradient_accumulation_steps)
+        self.clip_norm = clip_norm
+        self.log = log
+        self.is_chief = _is_chief(strategy)
+        self.local_replicas = len(strategy.extended.worker_devices)
+        pipeline_id, _ = input_pipeline_of(strategy)
+        self._first_local_replica = pipeline_id * self.local_replicas
+        with strategy.scope():
+            # Built before the first strategy.run: building inside it fails under a strategy.
+            optimizer.build(model.trainable_variables)
+        self._gradients = tf.function(self._gradients_of, jit_compile=True) if jit_compile else self._gradients_of
+        self._max_checkpoints_to_keep = max_checkpoints_to_keep
+        self.iterator = None
+        self.manager = None
+        self._summary_writer = None
+        self._train_loop = tf.function(self._train_loop_fn)
+
+    # ---- the step -------------------------------------------------------------------------
+
+    def _gradients_of(self, features, denominators):
+        """Gradients and loss/metric numerators of one replica's batch (XLA-compilable)."""
+        parts = self.gradient_accumulation_steps
+        chunks = [features] if parts == 1 else [
+            {name: value[i::parts] for name, value in features.items()} for i in range(parts)
+        ]
+        total_gradients, total_numerators = None, None
+        for chunk in chunks:
+            with tf.GradientTape() as tape:
+                numerators = self.task.numerators(self.model, chunk, training=True)
+                loss = tf.add_n([
+                    tf.math.divide_no_nan(numerators[name], denominators[denominator])
+                    for name, denominator in self.task.loss_terms.items()
+                ])
+                scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
+            gradients = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, self.model.trainable_variables)]
+            if total_gradients is None:
+                total_gradients, total_numerators = gradients, numerators
+            else:
+                total_gradients = [a + b for a, b in zip(total_gradients, gradients)]
+                total_numerators = {k: total_numerators[k] + numerators[k] for k in numerators}
+        return total_gradients, total_numerators
+
+    def _replica_step(self, features):
+        context = tf.distribute.get_replica_context()
+        denominators = context.all_reduce(tf.distribute.ReduceOp.SUM, self.task.denominators(features))
+        gradients, numerators = self._gradients(features, denominators)
+        gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        numerators = context.all_reduce(tf.distribute.ReduceOp.SUM, numerators)
+        # BERT clips the global norm of the summed gradient (still loss-scaled under float16).
+        scale = getattr(self.optimizer, "dynamic_scale", None)
+        clip_norm = self.clip_norm if scale is None else self.clip_norm * tf.cast(scale, tf.float32)
+        gradients, _ = tf.clip_by_global_norm(gradients, clip_norm)
+        # Keras' apply sums the replicas' gradients once more: hand it each replica's share.
+        replicas = self.strategy.num_replicas_in_sync
+        self.optimizer.apply([g / replicas for g in gradients], self.model.trainable_variables)
+        return numerators, denominators
+
+    def _distribute(self, features):
+        """This worker's batch -> one slice per local replica."""
+        if self.local_replicas == 1:
+            return self.strategy.experimental_distribute_values_from_function(lambda _: features)
+
+        def slice_for(context):
+            index = context.replica_id_in_sync_group - self._first_local_replica
+            return {name: tf.split(value, self.local_replicas)[index] for name, value in features.items()}
+
+        return self.strategy.experimental_distribute_values_from_function(slice_for)
+
+    def _first(self, per_replica):
+        """A value all-reduced on every replica: the copy of the first local replica."""
+        return tf.nest.map_structure(lambda v: self.strategy.experimental_local_results(v)[0], per_replica)
+
+    def _train_loop_fn(self, iterator, num_steps):
+        names = list(self.task.loss_terms) + list(self.task.metric_terms)
+        denominator_names = sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
+        sums = {name: tf.constant(0.0) for name in names + denominator_names}
+        for _ in tf.range(num_steps):
+            features = next(iterator)
+            numerators, denominators = self.strategy.run(self._replica_step, args=(self._distribute(features),))
+            numerators, denominators = self._first(numerators), self._first(denominators)
+            sums = {name: sums[name] + tf.cast((numerators | denominators)[name], tf.float32) for name in sums}
+        return sums
+
+    # ---- checkpoints ----------------------------------------------------------------------
+
+    def _make_manager(self):
+        """The chief checkpoints model, optimizer, iterator and dropout RNG state in output_dir;
+        under MultiWorkerMirroredStrategy every other worker checkpoints only its own data
+        iterator, in output_dir/worker-N, at the same steps."""
+        if self.is_chief:
+            rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
+            checkpoint = tf.train.Checkpoint(
+                model=self.model, optimizer=self.optimizer, iterator=self.iterator, rng_states=rng_states
+            )
+            directory = self.output_dir
+        else:
+            checkpoint = tf.train.Checkpoint(iterator=self.iterator, step=self.optimizer.iterations)
+            directory = os.path.join(self.output_dir, f"worker-{input_pipeline_of(self.strategy)[0]}")
+        return tf.train.CheckpointManager(
+            checkpoint,
+            directory=directory,
+            max_to_keep=self._max_checkpoints_to_keep,
+        )
+
+    def _restore(self):
+        if not self.is_chief:
+            shared = tf.train.latest_checkpoint(self.output_dir)
+            if shared:
+                rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
+                tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, rng_states=rng_states).restore(
+                    shared
+                ).expect_partial()
+        return self.manager.restore_or_initialize()
+
+    def _save(self):
+        return self.manager.save(checkpoint_number=self.global_step)
+
+    @property
+    def global_step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    # ---- public ---------------------------------------------------------------------------
+
+    def train(self, dataset, num_train_steps, global_batch_size):
+        """Trains until `num_train_steps`, resuming from the newest checkpoint in `output_dir`."""
+        with self.strategy.scope():
+            self.iterator = iter(dataset)
+        self.manager = self._make_manager()
+        restored = self._restore()
+        if restored:
+            self.log(f"resumed from {restored} at step {self.global_step}")
+        if self.is_chief and self._summary_writer is None:
+            self._summary_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
+        start_step, start_time = self.global_step, time.time()
+        while self.global_step < num_train_steps:
+            step = self.global_step
+            # Loops end on checkpoint boundaries so checkpoints land on multiples of the interval.
+            to_checkpoint = self.save_checkpoints_steps - step % self.save_checkpoints_steps
+            num_steps = min(self.steps_per_loop, num_train_steps - step, to_checkpoint)
+            loop_start = time.time()
+            sums = {name: float(value) for name, value in self._train_loop(self.iterator, tf.constant(num_steps)).items()}
+            elapsed = time.time() - loop_start
+            metrics = self._ratios(sums)
+            step = self.global_step
+            if not all(map(_finite, metrics.values())):
+                raise NonFiniteLossError(
+                    f"loss is {metrics['loss']} at step {step} (steps {step - num_steps + 1}-{step}); stopped "
+                    f"without saving: the last good checkpoint in {self.output_dir} is kept"
+                )
+            metrics["learning_rate"] = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
+            metrics["examples_per_second"] = num_steps * global_batch_size / max(elapsed, 1e-9)
+            self._write_summaries(metrics, step)
+            done, total = step - start_step, num_train_steps - start_step
+            eta = (time.time() - start_time) / done * (total - done) if done else 0.0
+            self.log(
+                f"step {step}/{num_train_steps} loss={metrics['loss']:.4f} "
+                + " ".join(f"{name}={metrics[name]:.4f}" for name in self.task.metric_terms)
+                + f" lr={metrics['learning_rate']:.3g} {metrics['examples_per_second']:.1f} examples/s"
+                + f" ETA {_format_seconds(eta)}"
+            )
+            if step % self.save_checkpoints_steps == 0:
+                self._save()
+        latest = self.manager.latest_checkpoint
+        if latest is None or int(latest.rsplit("-", 1)[1]) != self.global_step:
+            self._save()
+        return self.global_step
+
+    def evaluate(self, dataset, max_steps=None):
+        """Loss terms and metrics averaged over `dataset` (at most `max_steps` batches)."""
+        denominator_names = sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
+
+        @tf.function
+        def eval_step(features):
+            def replica(features):
+                context = tf.distribute.get_replica_context()
+                numerators = self.task.numerators(self.model, features, training=False)
+                denominators = self.task.denominators(features)
+                return context.all_reduce(tf.distribute.ReduceOp.SUM, (numerators, denominators))
+
+            return self._first(self.strategy.run(replica, args=(self._distribute(features),)))
+
+        sums = {}
+        for index, features in enumerate(dataset):
+            if max_steps is not None and index >= max_steps:
+                break
+            numerators, denominators = eval_step(features)
+            for name, value in (numerators | denominators).items():
+                sums[name] = sums.get(name, 0.0) + float(value)
+        if not sums:
+            raise ValueError("the evaluation data holds no complete batch")
+        results = self._ratios({name: sums.get(name, 0.0) for name in list(sums) + denominator_names})
+        results["global_step"] = self.global_step
+        return results
+
+    def _ratios(self, sums):
+        metrics = {}
+        for name, denominator in {**self.task.loss_terms, **self.task.metric_terms}.items():
+            metrics[name] = sums[name] / sums[denominator] if sums[denominator] else 0.0
+        metrics["loss"] = sum(metrics[name] for name in self.task.loss_terms)
+        return metrics
+
+    def _write_summaries(self, metrics, step):
+        if self._summary_writer is None:
+            return
+        with self._summary_writer.as_default(step=step):
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+        self._summary_writer.flush()
+
+
+def _finite(value):
+    return value == value and value not in (float("inf"), float("-inf"))
+
+
+def _format_seconds(seconds):
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def write_eval_results(results, path):
+    """Google's eval_results.txt: `key = value` lines, sorted by key."""
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as writer:
+        for key in sorted(results):
+            writer.write(f"{key} = {results[key]}\n")
+    os.replace(temporary, path)

@@ -1,0 +1,38 @@
+"""Subprocess for the distribution tests: trains a few steps with a chosen strategy (two logical
+CPU devices are configured before TensorFlow starts) and prints losses and final weights."""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--setup")
+    parser.add_argument("--strategy")
+    parser.add_argument("--output_dir")
+    parser.add_argument("--steps", type=int)
+    args = parser.parse_args()
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
+    from tests.pretraining_fixtures import pretraining_flags
+
+    logs = []
+    flags = pretraining_flags(json.loads(args.setup), args.output_dir, num_train_steps=args.steps, iterations_per_loop=1,
+                              distribution_strategy=args.strategy, export_google_checkpoint=True)
+    run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    losses = [float(line.split("loss=")[1].split()[0]) for line in logs if line.startswith("step ")]
+    replicas = int(next(line for line in logs if line.startswith("strategy")).split(" with ")[1].split()[0])
+    reader = tf.train.load_checkpoint(os.path.join(args.output_dir, "bert_model.ckpt"))
+    weights = [float(x) for name in sorted(reader.get_variable_to_shape_map()) for x in reader.get_tensor(name).ravel()[:50]]
+    print(json.dumps({"losses": losses, "weights": weights, "replicas": replicas}))
+
+
+if __name__ == "__main__":
+    main()

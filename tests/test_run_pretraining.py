@@ -1,0 +1,182 @@
+"""run_pretraining: learning, exact multi-device equivalence, multi-worker, kill -9 resume, init."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.bert_encoder import BertEncoder
+from keras_bert_impl.google_checkpoint import write_google_checkpoint
+from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
+from keras_bert_impl.models.bert_classifier import BertClassifier
+from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
+from tests.conftest import REPO_ROOT
+from tests.google_weights_fixture import random_google_weights
+from tests.pretraining_fixtures import as_argv, make_pretraining_setup, pretraining_flags
+
+RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")
+HELPER = os.path.join(REPO_ROOT, "tests", "pretraining_worker.py")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    return make_pretraining_setup(str(tmp_path_factory.mktemp("pretraining")))
+
+
+def _env(**extra):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO_ROOT)
+    env.pop("TF_CONFIG", None)
+    env.update(extra)
+    return env
+
+
+def test_loss_falls_and_eval_results_have_google_keys(setup, tmp_path):
+    logs = []
+    flags = pretraining_flags(setup, str(tmp_path / "out"), num_train_steps=300, iterations_per_loop=50,
+                              save_checkpoints_steps=150, num_warmup_steps=20, learning_rate=1e-2, train_batch_size=16,
+                              do_eval=True, max_eval_steps=10)
+    results = run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    losses = [float(line.split("loss=")[1].split()[0]) for line in logs if line.startswith("step ")]
+    assert len(losses) == 6 and losses[-1] < losses[0] - 1.0
+    text = (tmp_path / "out" / "eval_results.txt").read_text()
+    keys = [line.split(" = ")[0] for line in text.splitlines()]
+    assert keys == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
+                    "next_sentence_loss"]
+    assert results["global_step"] == 300 and results["masked_lm_accuracy"] > 0.25
+    assert any("examples/s" in line and "ETA" in line for line in logs)
+    # TensorBoard summaries and the Google-named export.
+    assert os.listdir(tmp_path / "out" / "train")
+    reader = tf.train.load_checkpoint(str(tmp_path / "out" / "bert_model.ckpt"))
+    assert "cls/predictions/output_bias" in reader.get_variable_to_shape_map()
+
+
+def _run_helper(args, env, timeout=240):
+    run = subprocess.run([sys.executable, HELPER, *args], capture_output=True, text=True, env=env, timeout=timeout)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_mirrored_over_two_devices_matches_one_device(tmp_path):
+    paths = make_pretraining_setup(str(tmp_path / "data"), dropout=0.0)
+    common = ["--setup", json.dumps(paths), "--steps", "6"]
+    one = _run_helper([*common, "--strategy", "one_device", "--output_dir", str(tmp_path / "one")], _env())
+    two = _run_helper([*common, "--strategy", "mirrored", "--output_dir", str(tmp_path / "two")], _env())
+    assert two["replicas"] == 2 and one["replicas"] == 1
+    assert np.max(np.abs(np.array(one["losses"]) - np.array(two["losses"]))) < 1e-5
+    assert np.max(np.abs(np.array(one["weights"]) - np.array(two["weights"]))) < 1e-5
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_multi_worker_mirrored_two_processes(setup, tmp_path):
+    ports = _free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+    output = tmp_path / "mw"
+    flags = pretraining_flags(setup, str(output), num_train_steps=10, distribution_strategy="multi_worker_mirrored")
+    processes = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+        processes.append(subprocess.Popen([sys.executable, RUNNER, *as_argv(flags)], env=_env(TF_CONFIG=tf_config),
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [process.communicate(timeout=300) for process in processes]
+    for process, (_, stderr) in zip(processes, outputs):
+        assert process.returncode == 0, stderr[-3000:]
+    losses = [[line.split("loss=")[1].split()[0] for line in stderr.splitlines() if "step 10/10" in line] for _, stderr in outputs]
+    assert losses[0] and losses[0] == losses[1]  # both workers saw the same global loss
+    assert "2 replica(s)" in outputs[0][1]
+    # The model checkpoint is written once, by the chief; worker 1 keeps only its data position.
+    chief = sorted(name for name in os.listdir(output) if name.startswith("ckpt-") and name.endswith(".index"))
+    assert chief == ["ckpt-10.index", "ckpt-5.index"]
+    worker = tf.train.list_variables(tf.train.latest_checkpoint(str(output / "worker-1")))
+    assert not any("model" in name for name, _ in worker)
+
+
+def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(setup, tmp_path):
+    flags = pretraining_flags(setup, "", num_train_steps=60, save_checkpoints_steps=5, iterations_per_loop=1)
+    straight = tmp_path / "straight"
+    run = subprocess.run([sys.executable, RUNNER, *as_argv({**flags, "output_dir": straight})], env=_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    killed = tmp_path / "killed"
+    process = subprocess.Popen([sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})], env=_env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (killed / "ckpt-15.index").exists():
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    last = tf.train.latest_checkpoint(str(killed))
+    assert last is not None and not last.endswith("ckpt-60")
+    resumed_from = int(last.rsplit("-", 1)[1])
+    resume = subprocess.run([sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})], env=_env(),
+                            capture_output=True, text=True, timeout=300)
+    assert resume.returncode == 0, resume.stderr[-3000:]
+    assert f"at step {resumed_from}" in resume.stderr
+    steps = [int(line.split("step ")[1].split("/")[0]) for line in resume.stderr.splitlines() if " step " in line and "/60 " in line]
+    assert steps[0] == resumed_from + 1 and steps[-1] == 60  # no step before the checkpoint trained twice
+    # Same weights, optimizer state, data position and dropout randomness: identical final weights.
+    final_straight = tf.train.load_checkpoint(str(straight / "bert_model.ckpt"))
+    final_resumed = tf.train.load_checkpoint(str(killed / "bert_model.ckpt"))
+    for name in final_straight.get_variable_to_shape_map():
+        assert np.array_equal(final_straight.get_tensor(name), final_resumed.get_tensor(name)), name
+
+
+def test_init_from_google_checkpoint_and_from_ours(setup, tmp_path):
+    config = BertConfig.from_json_file(setup["bert_config.json"])
+    weights = random_google_weights(config, heads=("pretraining",), seed=5)
+    prefix = write_google_checkpoint(weights, str(tmp_path / "google" / "bert_model.ckpt"))
+    logs = []
+    flags = pretraining_flags(setup, str(tmp_path / "from_google"), init_checkpoint=prefix, do_train=False,
+                              do_eval=True, max_eval_steps=2)
+    run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    assert any("loaded 46 weights" in line for line in logs)
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    initialize_from_checkpoint(model, prefix)
+    assert np.array_equal(model.encoder.get_embedding_table().numpy(), weights["bert/embeddings/word_embeddings"])
+
+    trained = tmp_path / "ours"
+    run_pretraining(PretrainingOptions(**pretraining_flags(setup, str(trained), num_train_steps=5)), log=lambda m: None)
+    classifier = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
+    report = initialize_from_checkpoint(classifier, str(trained))
+    reference = tf.train.load_checkpoint(str(trained / "bert_model.ckpt"))
+    assert "classifier/kernel" in report.initialized
+    assert np.array_equal(classifier.encoder.get_embedding_table().numpy(), reference.get_tensor("bert/embeddings/word_embeddings"))
+
+
+def test_non_finite_loss_stops_naming_the_step(setup, tmp_path):
+    bad = tmp_path / "bad.tfrecord"
+    with tf.io.TFRecordWriter(str(bad)) as writer:
+        for record in tf.data.TFRecordDataset(setup["train.tfrecord"]).take(64):
+            example = tf.train.Example.FromString(record.numpy())
+            weights = example.features.feature["masked_lm_weights"].float_list.value
+            weights[0] = float("inf")
+            writer.write(example.SerializeToString())
+    flags = pretraining_flags(setup, str(tmp_path / "nan"), input_file=str(bad), iterations_per_loop=1)
+    run = subprocess.run([sys.executable, RUNNER, *as_argv(flags)], env=_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "loss is nan at step 1" in run.stderr
+    assert tf.train.latest_checkpoint(str(tmp_path / "nan")) is None
+
+
+def test_tpu_that_does_not_exist_is_a_clear_error(setup, tmp_path):
+    flags = pretraining_flags(setup, str(tmp_path / "tpu"), tpu="no-such-tpu-here")
+    run = subprocess.run([sys.executable, RUNNER, *as_argv(flags)], env=_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert "--tpu=no-such-tpu-here: no TPU found" in run.stderr and "Traceback" not in run.stderr
