@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow venv clean
+.PHONY: demo test test-slow venv clean bench-deps
 
 venv: $(STAMP)
 
@@ -28,3 +28,6 @@ test-slow: $(STAMP)
 
 clean:
 	rm -rf demo_output .pytest_cache
+
+bench-deps: $(STAMP)
+	$(PY) -m pip install -q --no-deps -r requirements-bench.txt

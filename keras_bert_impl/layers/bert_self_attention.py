@@ -45,27 +45,26 @@ class BertSelfAttention(keras.layers.Layer):
         self.built = True
 
     def _split_heads(self, x):
-        # [B, S, N*H] -> [B, N, S, H]
+        # [B, S, N*H] -> [B, S, N, H]
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        x = ops.reshape(x, (batch, length, self.num_heads, self.head_size))
-        return ops.transpose(x, (0, 2, 1, 3))
+        return ops.reshape(x, (batch, length, self.num_heads, self.head_size))
 
     def call(self, hidden_states, input_mask, training=False):
         """hidden_states: [B, T, D]; input_mask: [B, T], 1 for real tokens, 0 for padding."""
-        query = self._split_heads(self.query(hidden_states))  # [B, N, F, H]
-        key = self._split_heads(self.key(hidden_states))  # [B, N, T, H]
-        value = self._split_heads(self.value(hidden_states))  # [B, N, T, H]
+        # Scaling the query rather than the scores: [B, F, D] values instead of [B, N, F, T].
+        query = self.query(hidden_states) * ops.cast(1.0 / math.sqrt(self.head_size), hidden_states.dtype)
+        query = self._split_heads(query)  # [B, F, N, H]
+        key = self._split_heads(self.key(hidden_states))  # [B, T, N, H]
+        value = self._split_heads(self.value(hidden_states))  # [B, T, N, H]
 
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [B, N, F, T]
-        scores = scores * ops.cast(1.0 / math.sqrt(self.head_size), scores.dtype)
+        scores = ops.einsum("bfnh,btnh->bnft", query, key)  # [B, N, F, T]
         # Every query sees every real key; padded keys get _MASK_ADDER.
         key_mask = ops.cast(input_mask, scores.dtype)[:, None, None, :]  # [B, 1, 1, T]
         scores = scores + (1.0 - key_mask) * ops.cast(_MASK_ADDER, scores.dtype)
         probs = ops.softmax(scores, axis=-1)  # [B, N, F, T]
         probs = self.dropout(probs, training=training)
 
-        context = ops.matmul(probs, value)  # [B, N, F, H]
-        context = ops.transpose(context, (0, 2, 1, 3))  # [B, F, N, H]
+        context = ops.einsum("bnft,btnh->bfnh", probs, value)  # [B, F, N, H]
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
         context = ops.reshape(context, (batch, length, self.num_heads * self.head_size))  # [B, F, D]
         return self.attention_output(context)  # [B, F, D]

@@ -39,11 +39,14 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, masked_lm_positions, embedding_table):
         """sequence_output [B, T, H], positions [B, P], table [V, H] -> logits [B, P, V]."""
         positions = ops.cast(masked_lm_positions, "int32")
-        gathered = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)  # [B, P, H]
+        # Flat row indices into [B*T, H]: one gather, whose gradient is one scatter.
+        batch, length = ops.shape(sequence_output)[0], ops.shape(sequence_output)[1]
+        rows = ops.reshape(positions + ops.arange(batch)[:, None] * length, (-1,))  # [B*P]
+        gathered = ops.take(ops.reshape(sequence_output, (-1, self.hidden_size)), rows, axis=0)  # [B*P, H]
         hidden = self.layer_norm(self.transform(gathered))
         table = ops.cast(embedding_table, hidden.dtype)
-        logits = ops.einsum("bph,vh->bpv", hidden, table)
-        return logits + ops.cast(self.output_bias, logits.dtype)
+        logits = ops.matmul(hidden, ops.transpose(table)) + ops.cast(self.output_bias, hidden.dtype)  # [B*P, V]
+        return ops.reshape(logits, (batch, ops.shape(positions)[1], self.vocab_size))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape, embedding_table_shape=None):
         return tuple(masked_lm_positions_shape) + (self.vocab_size,)

@@ -1,0 +1,178 @@
+"""Pretraining throughput: ours vs tf-models-official's BertPretrainerV2 vs keras-hub's
+BertMaskedLM, same config, batch and machine, in one run; and as a share of the matmul peak
+measured in the same run.
+
+    make bench-deps && .venv/bin/python bench/pretraining_bench.py [--models=tiny,mini,base]
+
+Every implementation trains on the same in-memory batch (seq 128, 20 masked positions) with
+Adam-style updates; each is timed over `--steps` steps after warm-up (tracing, XLA compilation).
+Ours runs its real training path (`Trainer`: the loop run_pretraining.py uses).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+MODELS = {  # name: (layers, hidden, heads, batch)
+    "tiny": (2, 128, 2, 64),
+    "mini": (4, 256, 4, 32),
+    "base": (12, 768, 12, 8),
+}
+VOCAB, SEQ, PRED = 30522, 128, 20
+
+
+def batch_of(batch_size, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "input_ids": rng.integers(1000, VOCAB, (batch_size, SEQ)).astype(np.int32),
+        "input_mask": np.ones((batch_size, SEQ), np.int32),
+        "segment_ids": (np.arange(SEQ)[None, :] >= SEQ // 2).astype(np.int32).repeat(batch_size, 0),
+        "masked_lm_positions": np.sort(rng.choice(np.arange(1, SEQ), (batch_size, PRED)), axis=1).astype(np.int32),
+        "masked_lm_ids": rng.integers(1000, VOCAB, (batch_size, PRED)).astype(np.int32),
+        "masked_lm_weights": np.ones((batch_size, PRED), np.float32),
+        "next_sentence_labels": rng.integers(0, 2, (batch_size, 1)).astype(np.int32),
+    }
+
+
+def train_flops(layers, hidden, batch_size):
+    """Training FLOPs of one step (3x the forward pass's multiply-adds x 2)."""
+    intermediate = 4 * hidden
+    per_layer = 2 * SEQ * (4 * hidden * hidden + 2 * hidden * intermediate) + 2 * 2 * SEQ * SEQ * hidden
+    head = 2 * PRED * (hidden * hidden + hidden * VOCAB) + 2 * hidden * hidden
+    return 3 * batch_size * (layers * per_layer + head)
+
+
+def matmul_peak(size=2048, repeats=10):
+    a = tf.random.normal((size, size))
+    b = tf.random.normal((size, size))
+
+    @tf.function
+    def run():
+        c = a
+        for _ in range(repeats):
+            c = tf.matmul(c, b) * 1e-3
+        return c
+
+    run().numpy()
+    best = min(_timed(lambda: run().numpy()) for _ in range(3))
+    return 2 * size**3 * repeats / best
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def ours(layers, hidden, heads, batch_size, steps, jit):
+    from keras_bert_impl.bert_config import BertConfig
+    from keras_bert_impl.optimization import create_optimizer
+    from keras_bert_impl.pretraining_task import PretrainingTask
+    from keras_bert_impl.trainer import Trainer
+
+    config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                        intermediate_size=4 * hidden, type_vocab_size=2)
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0" if not tf.config.list_logical_devices("GPU") else "/gpu:0")
+    task = PretrainingTask(config, SEQ, PRED)
+    with strategy.scope():
+        model = task.build_model()
+        optimizer = create_optimizer(1e-4, 10000, 100)
+    trainer = Trainer(strategy, task, model, optimizer, "/tmp/unused", steps_per_loop=steps, jit_compile=jit, log=lambda m: None)
+    iterator = iter(tf.data.Dataset.from_tensors(batch_of(batch_size)).repeat())
+    trainer._train_loop(iterator, tf.constant(1))  # warm-up: trace and compile
+    return lambda: _timed(lambda: trainer._train_loop(iterator, tf.constant(steps))) / steps
+
+
+def model_garden(layers, hidden, heads, batch_size, steps, jit):
+    import tf_keras
+    from official.nlp.modeling import models, networks
+
+    encoder = networks.BertEncoder(vocab_size=VOCAB, hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
+                                   inner_dim=4 * hidden, max_sequence_length=512, type_vocab_size=2)
+    pretrainer = models.BertPretrainerV2(encoder_network=encoder,
+                                         classification_heads=[_mg_nsp_head(hidden)])
+    optimizer = tf_keras.optimizers.experimental.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6)
+    data = batch_of(batch_size)
+    inputs = {"input_word_ids": data["input_ids"], "input_mask": data["input_mask"], "input_type_ids": data["segment_ids"],
+              "masked_lm_positions": data["masked_lm_positions"]}
+
+    @tf.function(jit_compile=jit)
+    def step():
+        with tf.GradientTape() as tape:
+            outputs = pretrainer(inputs, training=True)
+            mlm = tf_keras.losses.sparse_categorical_crossentropy(data["masked_lm_ids"], outputs["mlm_logits"], from_logits=True)
+            nsp = tf_keras.losses.sparse_categorical_crossentropy(data["next_sentence_labels"][:, 0], outputs["next_sentence"], from_logits=True)
+            loss = tf.reduce_mean(mlm) + tf.reduce_mean(nsp)
+        gradients = tape.gradient(loss, pretrainer.trainable_variables)
+        gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
+        return gradients, loss
+
+    def train():
+        gradients, loss = step()
+        optimizer.apply_gradients(zip(gradients, pretrainer.trainable_variables))
+        return loss
+
+    train()
+    return lambda: _timed(lambda: [train() for _ in range(steps)][-1].numpy()) / steps
+
+
+def _mg_nsp_head(hidden):
+    from official.nlp.modeling import layers
+
+    return layers.ClassificationHead(inner_dim=hidden, num_classes=2, name="next_sentence")
+
+
+def keras_hub(layers, hidden, heads, batch_size, steps, jit):
+    import keras
+    import keras_hub as hub
+
+    backbone = hub.models.BertBackbone(vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
+                                       intermediate_dim=4 * hidden, max_sequence_length=512, num_segments=2)
+    model = hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=jit)
+    data = batch_of(batch_size)
+    inputs = {"token_ids": data["input_ids"], "padding_mask": data["input_mask"], "segment_ids": data["segment_ids"],
+              "mask_positions": data["masked_lm_positions"]}
+    model.train_on_batch(inputs, data["masked_lm_ids"], sample_weight=data["masked_lm_weights"])
+    return lambda: _timed(lambda: [model.train_on_batch(inputs, data["masked_lm_ids"], sample_weight=data["masked_lm_weights"])
+                                   for _ in range(steps)]) / steps
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="tiny,mini,base")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--jit_compile", default="both", choices=["both", "on", "off"])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    peak = matmul_peak()
+    print(f"matmul peak (float32, 2048^3, this run): {peak / 1e9:.1f} GFLOP/s; {os.cpu_count()} CPUs; TF {tf.__version__}")
+    modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit_compile]
+    print(f"{'model':6s} {'implementation':22s} {'xla':4s} {'batch':>5s} {'s/step':>8s} {'examples/s':>10s} {'vs MG':>6s} {'vs hub':>6s} {'of peak':>7s}")
+    for name in args.models.split(","):
+        layers, hidden, heads, batch_size = MODELS[name]
+        steps = args.steps if name != "base" else 2
+        flops = train_flops(layers, hidden, batch_size)
+        for jit in modes:
+            runners = {impl.__name__: impl(layers, hidden, heads, batch_size, steps, jit) for impl in (ours, model_garden, keras_hub)}
+            # Interleaved rounds, best of each: the machine is shared and noisy.
+            times = {impl: float("inf") for impl in runners}
+            for _ in range(args.rounds):
+                for impl, run in runners.items():
+                    times[impl] = min(times[impl], run())
+            for impl, seconds in times.items():
+                print(f"{name:6s} {impl:22s} {'on' if jit else 'off':4s} {batch_size:5d} {seconds:8.4f} {batch_size / seconds:10.1f} "
+                      f"{times['model_garden'] / seconds:5.2f}x {times['keras_hub'] / seconds:5.2f}x {flops / seconds / peak:6.1%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""BERT's schedule and optimizers against formulas written out in numpy; training options that
+must not change the maths (gradient accumulation) or must run (XLA, mixed precision)."""
+
+import numpy as np
+import pytest
+
+from keras_bert_impl.lamb import Lamb
+from keras_bert_impl.optimization import WarmupLinearDecay, create_optimizer
+from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
+from tests.pretraining_fixtures import make_pretraining_setup, pretraining_flags
+
+
+def test_schedule_is_googles_warmup_then_linear_decay():
+    schedule = WarmupLinearDecay(1e-4, num_train_steps=100, num_warmup_steps=10)
+    for step, want in [(0, 0.0), (5, 0.5e-4), (9, 0.9e-4), (10, 1e-4 * 0.9), (50, 0.5e-4), (100, 0.0), (150, 0.0)]:
+        assert float(schedule(step)) == pytest.approx(want, abs=1e-10), step
+
+
+def test_adamw_excludes_layer_norm_and_bias_from_weight_decay():
+    import keras
+
+    optimizer = create_optimizer(1e-3, 10, 0)
+    assert isinstance(optimizer, keras.optimizers.AdamW) and optimizer.epsilon == 1e-6
+    kernel = keras.Variable(np.ones((2, 2), np.float32), name="kernel")
+    gamma = keras.Variable(np.ones(2, np.float32), name="gamma")
+    bias = keras.Variable(np.ones(2, np.float32), name="output_bias")
+    optimizer.apply([np.zeros((2, 2), np.float32), np.zeros(2, np.float32), np.zeros(2, np.float32)], [kernel, gamma, bias])
+    # Zero gradients: only weight decay moves a variable (lr 1e-3 at step 0 * 0.01).
+    assert float(kernel.numpy()[0, 0]) == pytest.approx(1 - 1e-3 * 0.01, rel=1e-6)
+    assert gamma.numpy().tolist() == [1.0, 1.0] and bias.numpy().tolist() == [1.0, 1.0]
+
+
+def test_lamb_matches_the_paper_in_numpy():
+    import keras
+
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(3, 4)).astype(np.float32)
+    b0 = rng.normal(size=(4,)).astype(np.float32)
+    grads = [(rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=(4,)).astype(np.float32)) for _ in range(3)]
+    kernel, bias = keras.Variable(w0, name="kernel"), keras.Variable(b0, name="bias")
+    optimizer = Lamb(learning_rate=0.1, weight_decay_rate=0.01, exclude_from_weight_decay=["bias"])
+    for g_w, g_b in grads:
+        optimizer.apply([g_w, g_b], [kernel, bias])
+
+    def reference(w, gradients, decay, adapt):
+        m = v = np.zeros_like(w, np.float64)
+        w = w.astype(np.float64)
+        for t, g in enumerate(gradients, start=1):
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            update = (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-6) + decay * w
+            ratio = np.linalg.norm(w) / np.linalg.norm(update) if adapt else 1.0
+            w = w - 0.1 * ratio * update
+        return w
+
+    assert np.abs(kernel.numpy() - reference(w0, [g for g, _ in grads], 0.01, True)).max() < 1e-5
+    assert np.abs(bias.numpy() - reference(b0, [g for _, g in grads], 0.0, False)).max() < 1e-5
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    return make_pretraining_setup(str(tmp_path_factory.mktemp("opt")), dropout=0.0)
+
+
+def _losses(setup, output_dir, **overrides):
+    logs = []
+    flags = pretraining_flags(setup, output_dir, num_train_steps=4, iterations_per_loop=1, **overrides)
+    run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    return [float(line.split("loss=")[1].split()[0]) for line in logs if line.startswith("step ")]
+
+
+def test_gradient_accumulation_and_xla_give_the_same_training(setup, tmp_path):
+    plain = _losses(setup, str(tmp_path / "plain"))
+    accumulated = _losses(setup, str(tmp_path / "accumulated"), gradient_accumulation_steps=2)
+    compiled = _losses(setup, str(tmp_path / "xla"), jit_compile=True)
+    assert np.abs(np.array(plain) - np.array(accumulated)).max() < 1e-5
+    assert np.abs(np.array(plain) - np.array(compiled)).max() < 1e-4
+    lamb = _losses(setup, str(tmp_path / "lamb"), optimizer="lamb")
+    assert lamb[0] == pytest.approx(plain[0], abs=1e-6) and lamb[-1] != plain[-1]
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains(setup, tmp_path, policy):
+    import keras
+
+    try:
+        losses = _losses(setup, str(tmp_path / policy), mixed_precision=policy)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert all(np.isfinite(losses)) and abs(losses[0] - 4.85) < 0.3
