@@ -19,3 +19,12 @@ $PY tfrecord_tools/create_pretraining_data.py --input_file=demo/data/corpus.txt 
 
 echo "== 3. A tiny BERT from a config, saved as a Google-format checkpoint, loaded back, encoding two sentences"
 $PY demo/encode_sentences.py --vocab_file="$OUT/vocab.txt" --output_dir="$OUT/tiny_bert"
+
+echo "== 4. Pretraining the tiny BERT for a short while (masked LM + next sentence, checkpoints, TensorBoard)"
+$PY run_pretraining.py --bert_config_file="$OUT/tiny_bert/bert_config.json" \
+    --input_file="$OUT/pretrain-*.tfrecord" --output_dir="$OUT/pretraining" --do_train --do_eval \
+    --max_seq_length=64 --max_predictions_per_seq=10 --train_batch_size=16 --eval_batch_size=16 \
+    --learning_rate=5e-3 --num_train_steps=150 --num_warmup_steps=15 --save_checkpoints_steps=50 \
+    --iterations_per_loop=50 --max_eval_steps=5 2>&1 | grep -E "step [0-9]+/|wrote|error|Error" | sed 's/^.*\] //'
+echo "eval_results.txt:"
+sed 's/^/  /' "$OUT/pretraining/eval_results.txt"

@@ -103,7 +103,12 @@ class Trainer:
                     for name, denominator in self.task.loss_terms.items()
                 ])
                 scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
-            gradients = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, self.model.trainable_variables)]
+            gradients = [
+                # Dense (a gather's IndexedSlices would make the global norm wrong); zeros for
+                # weights the task does not use (the pooler under a span or tagging head).
+                tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                for g, v in zip(tape.gradient(scaled, self.model.trainable_variables), self.model.trainable_variables)
+            ]
             if total_gradients is None:
                 total_gradients, total_numerators = gradients, numerators
             else:

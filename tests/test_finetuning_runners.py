@@ -1,0 +1,247 @@
+"""The fine-tuning runners end to end on tiny data written here: files, keys and formats."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.bert_encoder import BertEncoder
+from keras_bert_impl.finetuning import FineTuningOptions
+from keras_bert_impl.google_checkpoint import save_google_checkpoint
+from tests.conftest import REPO_ROOT
+
+WORDS = ["good", "great", "fine", "bad", "awful", "poor", "the", "movie", "film", "plot", "was", "is", "a", "cat",
+         "sat", "on", "mat", "where", "did", "it", "?", ".", "dog", "ran", "far", "away", "eu", "peter", "paris"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("model")
+    (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=64, type_vocab_size=2)
+    config.to_json_file(str(root / "bert_config.json"))
+    import keras
+
+    keras.utils.set_random_seed(0)  # the same "pretrained" weights on every run
+    save_google_checkpoint(BertEncoder.from_bert_config(config), str(root / "bert_model.ckpt"))
+    return root
+
+
+def _options(model_dir, output_dir, **overrides):
+    values = dict(bert_config_file=str(model_dir / "bert_config.json"), vocab_file=str(model_dir / "vocab.txt"),
+                  output_dir=str(output_dir), init_checkpoint=str(model_dir / "bert_model.ckpt"), max_seq_length=16,
+                  train_batch_size=4, eval_batch_size=3, predict_batch_size=3, learning_rate=1e-3,
+                  num_train_epochs=4.0, save_checkpoints_steps=1000, iterations_per_loop=10)
+    values.update(overrides)
+    return FineTuningOptions(**values)
+
+
+def _mrpc(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+    for i in range(24):
+        label = i % 2
+        words = ["good", "great", "fine"] if label else ["bad", "awful", "poor"]
+        rows.append(f"{label}\t{i}\t{i}\tthe movie was {rng.choice(words)}\tthe film is {rng.choice(words)}")
+    data = tmp_path / "mrpc"
+    data.mkdir()
+    (data / "train.tsv").write_text("\n".join(rows) + "\n")
+    (data / "dev.tsv").write_text("\n".join(rows[:10]) + "\n")
+    (data / "test.tsv").write_text("\n".join(["index\t#1 ID\t#2 ID\t#1 String\t#2 String"] +
+                                             [f"{i}\t1\t2\tthe plot was good\tthe movie is bad" for i in range(4)]) + "\n")
+    return data
+
+
+def test_run_classifier_files_and_keys(model_dir, tmp_path):
+    from keras_bert_impl.classifier_runner import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out = tmp_path / "out"
+    logs = []
+    results = run_classifier(_options(model_dir, out, do_train=True, do_eval=True, do_predict=True, num_train_epochs=10.0,
+                                      learning_rate=1e-2),
+                             ClassificationProcessor.for_task("MRPC", str(data)), "MRPC", log=logs.append)
+    keys = [line.split(" = ")[0] for line in (out / "eval_results.txt").read_text().splitlines()]
+    assert keys == ["eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
+    assert results["global_step"] == 60 and results["eval_accuracy"] >= 0.8  # an easy, learnable task
+    rows = [[float(x) for x in line.split("\t")] for line in (out / "test_results.tsv").read_text().splitlines()]
+    assert len(rows) == 4 and all(len(row) == 2 and abs(sum(row) - 1) < 1e-5 for row in rows)
+    assert any("loaded 39 weights" in line and "classifier/kernel" in line for line in logs)
+    assert os.listdir(out / "train")  # TensorBoard summaries
+
+
+def test_runner_checks_vocab_size_and_casing(model_dir, tmp_path):
+    from keras_bert_impl.classifier_runner import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    (tmp_path / "short_vocab.txt").write_text("\n".join(VOCAB[:-1]) + "\n")
+    processor = ClassificationProcessor.for_task("MRPC", str(_mrpc(tmp_path)))
+    with pytest.raises(ValueError, match="short_vocab.txt: has 33 tokens but .* says vocab_size=34"):
+        run_classifier(_options(model_dir, tmp_path / "o", vocab_file=str(tmp_path / "short_vocab.txt"), do_train=True),
+                       processor, "MRPC")
+    with pytest.raises(ValueError, match="pass --do_lower_case=True"):
+        run_classifier(_options(model_dir, tmp_path / "o", do_lower_case=False, do_train=True,
+                                init_checkpoint="/m/uncased_L-12_H-768_A-12/bert_model.ckpt"), processor, "MRPC")
+
+
+def test_run_classifier_command_line(model_dir, tmp_path):
+    data = _mrpc(tmp_path)
+    args = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), "--task_name=MRPC", f"--data_dir={data}",
+            f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/bert_config.json",
+            f"--output_dir={tmp_path}/cli", "--do_eval", "--max_seq_length=16", "--eval_batch_size=5"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "cli" / "eval_results.txt").exists()
+    bad = subprocess.run(args[:4] + [f"--vocab_file={tmp_path}/missing.txt"] + args[5:], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert bad.returncode != 0 and "missing.txt: no such file" in bad.stderr.splitlines()[-1]
+
+
+def _squad_file(tmp_path):
+    context = "the cat sat on the mat . the dog ran far away ."
+    qas = [{"id": "q1", "question": "where did the cat sit ?", "answers": [{"text": "the mat", "answer_start": 15}],
+            "is_impossible": False},
+           {"id": "q2", "question": "where did the dog run ?", "answers": [{"text": "far away", "answer_start": 37}],
+            "is_impossible": False},
+           {"id": "q3", "question": "where did peter sit ?", "answers": [], "is_impossible": True}]
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
+    return path
+
+
+def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
+    from keras_bert_impl.squad_runner import run_squad
+
+    path = _squad_file(tmp_path)
+    out = tmp_path / "squad_out"
+    options = _options(model_dir, out, max_seq_length=24, do_train=True, do_predict=True, num_train_epochs=30.0,
+                       train_batch_size=3, learning_rate=3e-3)
+    evaluation = run_squad(options, str(path), str(path), version_2_with_negative=True, doc_stride=8,
+                           max_query_length=8, n_best_size=5, max_answer_length=6)
+    predictions = json.loads((out / "predictions.json").read_text())
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    null_odds = json.loads((out / "null_odds.json").read_text())
+    assert set(predictions) == set(nbest) == set(null_odds) == {"q1", "q2", "q3"}
+    assert all(set(entry) == {"text", "probability", "start_logit", "end_logit"} for entry in nbest["q1"])
+    assert abs(sum(entry["probability"] for entry in nbest["q1"]) - 1) < 1e-6
+    assert list(evaluation)[:3] == ["exact", "f1", "total"] and "best_f1_thresh" in evaluation
+    assert json.loads((out / "eval_results.json").read_text()) == pytest.approx(evaluation)
+    assert evaluation["f1"] > 50  # three memorised questions
+
+
+def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
+    from official.nlp.data import squad_lib
+    from official.nlp.tools import tokenization as google
+
+    from keras_bert_impl.squad_postprocess import NO_CANDIDATE_NULL_ODDS, compute_predictions
+    from tfrecord_tools.squad_data import convert_examples_to_features, read_squad_examples
+    from tfrecord_tools.tokenization import FullTokenizer
+
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    path = _squad_file(tmp_path)
+    tokenizer = FullTokenizer(str(tmp_path / "vocab.txt"))
+    examples, _ = read_squad_examples(str(path), False, True)
+    features = convert_examples_to_features(examples, tokenizer, 24, 8, 8, False)
+    rng = np.random.default_rng(3)
+    logits = {f.unique_id: (rng.normal(size=24).tolist(), rng.normal(size=24).tolist()) for f in features}
+
+    def split(texts):
+        return [tokenizer.text_tokenizer.split_words(np.array([t.encode() for t in [text]])).to_list()[0] for text in texts]
+
+    words = lambda texts: [[w.decode() for w in row] for row in (split(texts))]  # noqa: E731
+    predictions, nbest, odds = compute_predictions(examples, features, logits, words, 5, 6, True, 0.0)
+
+    google_examples = squad_lib.read_squad_examples(str(path), is_training=False, version_2_with_negative=True)
+    google_tokenizer = google.FullTokenizer(str(tmp_path / "vocab.txt"))
+    google_features = []
+    squad_lib.convert_examples_to_features(google_examples, google_tokenizer, 24, 8, 8, False,
+                                           lambda f, is_padding=False: google_features.append(f), batch_size=1)
+    import collections
+
+    RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
+    results = [RawResult(unique_id=u, start_logits=s, end_logits=e) for u, (s, e) in logits.items()]
+    want_predictions, want_nbest, want_odds = squad_lib.postprocess_output(
+        google_examples, google_features, results, 5, 6, True, version_2_with_negative=True)
+    assert predictions == want_predictions
+    assert odds == pytest.approx(dict(want_odds))
+    assert [e["text"] for e in nbest["q1"]] == [e["text"] for e in want_nbest["q1"]]
+
+    # Every window's best span is the null one and no other span is allowed: no crash, null answer.
+    only_null = {u: ([10.0] + [-10.0] * 23, [10.0] + [-10.0] * 23) for u in logits}
+    predictions, nbest, odds = compute_predictions(examples, features, only_null, words, 5, 0, True, 0.0)
+    assert predictions == {"q1": "", "q2": "", "q3": ""} and set(odds.values()) == {NO_CANDIDATE_NULL_ODDS}
+
+
+def _conll(tmp_path):
+    sentences = [[("eu", "I-ORG"), ("sat", "O")], [("peter", "I-PER"), ("ran", "O"), ("paris", "I-LOC")],
+                 [("the", "O"), ("eu", "I-ORG")], [("peter", "I-PER"), ("sat", "O")]]
+    text = "-DOCSTART- -X- O O\n\n" + "\n\n".join("\n".join(f"{w} NN O {t}" for w, t in s) for s in sentences) + "\n"
+    data = tmp_path / "conll"
+    data.mkdir()
+    for name in ("eng.train", "eng.testa"):
+        (data / name).write_text(text * 3)
+    return data
+
+
+def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
+    from keras_bert_impl.ner_runner import run_ner
+
+    out = tmp_path / "ner"
+    results = run_ner(_options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=40.0), str(_conll(tmp_path)))
+    keys = [line.split(" = ")[0] for line in (out / "eval_results.txt").read_text().splitlines()]
+    assert keys == ["eval_f1", "eval_precision", "eval_recall", "global_step"]
+    assert results["eval_f1"] > 0.9  # memorised
+    lines = (out / "dev_predictions.txt").read_text().split("\n")
+    assert lines[0].split() == ["eu", "I-ORG", lines[0].split()[2]]
+
+
+def test_run_swag_accuracy(model_dir, tmp_path):
+    from keras_bert_impl.swag_runner import run_swag
+
+    header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+    rows = ["v,{i},x,the cat sat,the cat,gold,sat on the mat .,ran far away .,is a film .,was awful .,0",
+            "v,{i},x,the dog ran,the dog,gold,sat on the mat .,ran far away .,is a film .,was awful .,1"]
+    data = tmp_path / "swag"
+    data.mkdir()
+    for name in ("train.csv", "val.csv"):
+        (data / name).write_text(header + "\n".join(rows[i % 2].format(i=i) for i in range(8)) + "\n")
+    out = tmp_path / "swag_out"
+    results = run_swag(_options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=30.0, max_seq_length=12,
+                                learning_rate=1e-2),
+                       str(data))
+    assert (out / "eval_results.txt").read_text().startswith("eval_accuracy = ")
+    assert results["eval_accuracy"] == 1.0
+
+
+def test_extract_features_google_format(model_dir, tmp_path):
+    (tmp_path / "input.txt").write_text("the cat sat ||| on the mat\nthe dog\n")
+    out = tmp_path / "features.jsonl"
+    run = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "extract_features.py"), f"--input_file={tmp_path}/input.txt",
+                          f"--output_file={out}", f"--vocab_file={model_dir}/vocab.txt",
+                          f"--bert_config_file={model_dir}/bert_config.json", f"--init_checkpoint={model_dir}/bert_model.ckpt",
+                          "--layers=-1,-2", "--max_seq_length=16", "--batch_size=1"],
+                         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["linex_index"] for r in records] == [0, 1]
+    assert [f["token"] for f in records[0]["features"]] == ["[CLS]", "the", "cat", "sat", "[SEP]", "on", "the", "mat", "[SEP]"]
+    first = records[1]["features"][1]
+    assert list(first) == ["token", "layers"] and [layer["index"] for layer in first["layers"]] == [-1, -2]
+    assert len(first["layers"][0]["values"]) == 32
+    assert all(v == round(v, 6) for v in first["layers"][0]["values"])
+    # The values are the encoder's: recompute layer -1 of "the dog" in-process.
+    from keras_bert_impl.google_checkpoint import load_google_checkpoint
+
+    encoder = BertEncoder.from_bert_config(str(model_dir / "bert_config.json"))
+    load_google_checkpoint(encoder, str(model_dir / "bert_model.ckpt"))
+    ids = np.array([[2, VOCAB.index("the"), VOCAB.index("dog"), 3]], np.int32)
+    outputs = encoder({"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)})
+    assert np.abs(np.asarray(outputs["encoder_outputs"][-1])[0, 1] - np.array(first["layers"][0]["values"])).max() < 1e-5
