@@ -37,6 +37,7 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
     flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward pass.")
     flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per replica batch.")
     flags.DEFINE_integer("random_seed", 12345, "Seed of initialisation, dropout and data shuffling.")
+    flags.DEFINE_string("export_dir", None, "After training, export a SavedModel that serves raw text here.")
     flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
 
 

@@ -29,6 +29,7 @@ def run_classifier(options, processor, task_name, log=print):
                   num_train_steps)
     else:
         run.restore_latest()
+    run.export("classifier", labels)
 
     def predictions_of(examples, batch_size):
         features = examples_to_features(examples, labels, options.max_seq_length, run.tokenizer, processor.is_regression)

@@ -51,6 +51,7 @@ class FineTuningOptions:
     jit_compile: bool = False
     gradient_accumulation_steps: int = 1
     random_seed: int = 12345
+    export_dir: str = None
 
     @classmethod
     def field_names(cls):
@@ -137,6 +138,17 @@ class FineTuningRun:
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
             self.log("warning: no checkpoint in output_dir and no --init_checkpoint: predicting with random weights")
+
+    def export(self, model_type, label_names=None, **kwargs):
+        """With --export_dir: the trained model as a SavedModel serving raw text."""
+        if not self.options.export_dir or not self.trainer.is_chief:
+            return None
+        from keras_bert_impl.export import export_saved_model
+
+        path = export_saved_model(self.model, model_type, self.options.vocab_file, self.options.do_lower_case,
+                                  self.options.max_seq_length, self.options.export_dir, label_names, force=True, **kwargs)
+        self.log(f"exported a SavedModel to {path}")
+        return path
 
     def predict(self, features, batch_size):
         """Model outputs for feature arrays, as numpy arrays in input order."""

@@ -10,6 +10,7 @@ import tensorflow as tf
 from keras_bert_impl.bert_encoder import BertEncoder
 from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.google_checkpoint import (
+    LoadReport,
     assign_google_weights,
     google_weights,
     load_google_checkpoint,
@@ -27,6 +28,13 @@ def initialize_from_checkpoint(model, path):
     prefix = resolve_checkpoint_prefix(path)
     if not is_object_based(prefix):
         return load_google_checkpoint(model, prefix)
+    # A checkpoint of this very kind of model (a fine-tuned classifier for its export): all of it.
+    status = tf.train.Checkpoint(model=model).restore(prefix)
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+        return LoadReport(loaded=[v.path for v in model.weights], initialized=[], unused=[])
+    except (AssertionError, ValueError):
+        pass
     encoder = getattr(model, "encoder", model)
     source = BertPretrainer(BertEncoder.from_bert_config(encoder.bert_config))
     status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=source.encoder)).restore(prefix)

@@ -29,6 +29,7 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
         run.train(features, num_train_steps)
     else:
         run.restore_latest()
+    run.export("ner", labels)
     results = None
     for split, wanted in (("dev", options.do_eval), ("test", options.do_predict)):
         if not wanted:

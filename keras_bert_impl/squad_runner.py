@@ -36,6 +36,7 @@ def run_squad(options, train_file=None, predict_file=None, version_2_with_negati
         run.train(features_to_arrays(features, is_training=True), num_train_steps)
     else:
         run.restore_latest()
+    run.export("squad", max_query_length=max_query_length)
     if not (options.do_predict or options.do_eval):
         return None
     examples, _ = read_squad_examples(predict_file, False, version_2_with_negative)

@@ -20,6 +20,7 @@ def run_swag(options, data_dir, log=print):
         run.train(examples_to_features(train, options.max_seq_length, run.tokenizer), num_train_steps)
     else:
         run.restore_latest()
+    run.export("multiple_choice", num_choices=NUM_CHOICES)
     results = None
     if options.do_eval:
         examples = reader.read(os.path.join(data_dir, SPLIT_FILES["dev"]))

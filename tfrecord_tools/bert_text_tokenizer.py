@@ -65,12 +65,13 @@ class BertTextTokenizer(tf.Module):
             support_detokenization=False,
         )
 
-    def normalize(self, texts):
-        """Steps 1-3 on a string tensor of any shape."""
+    def normalize(self, texts, split_cjk=True):
+        """Steps 1-3 on a string tensor of any shape (step 2 only with `split_cjk`)."""
         texts = tf.strings.regex_replace(texts, r"[\t\n\r]", " ")
         texts = tf.strings.regex_replace(texts, r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]", "")
         texts = tf.strings.regex_replace(texts, r"\p{Zs}", " ")
-        texts = tf.strings.regex_replace(texts, f"([{_CJK}])", r" \1 ")
+        if split_cjk:
+            texts = tf.strings.regex_replace(texts, f"([{_CJK}])", r" \1 ")
         if self.do_lower_case:
             texts = tf.strings.lower(texts, encoding="utf-8")
             texts = tf_text.normalize_utf8(texts, "NFD")
@@ -101,3 +102,33 @@ class BertTextTokenizer(tf.Module):
         if isinstance(ids, tf.RaggedTensor):
             return ids.with_flat_values(tf.gather(self._vocab_tensor, ids.flat_values))
         return tf.gather(self._vocab_tensor, ids)
+
+    def tokenize_with_offsets(self, texts):
+        """[B] strings -> (ids, begins, ends), each [B, (tokens)]: every token with the byte span,
+        in the original text, of the word it came from (all of a word's pieces share its span).
+
+        The original text is split first (white space, punctuation and CJK characters as above)
+        and each word normalized on its own, which keeps the offsets; the tokens are the same."""
+        # NUL would end the splitter's input early; another control character (dropped later
+        # as NUL is) keeps every byte offset.
+        texts = tf.strings.regex_replace(texts, r"\x{0}", "\x01")
+        words, begins, ends = tf_text.regex_split_with_offsets(
+            texts,
+            delim_regex_pattern=f"[\\t\\n\\r\\p{{Zs}}\\x{{2028}}\\x{{2029}}]|{_PUNCTUATION}|[{_CJK}]",
+            keep_delim_regex_pattern=f"{_PUNCTUATION}|[{_CJK}]",
+        )
+        normalized = words.with_flat_values(self.normalize(words.flat_values, split_cjk=False))
+        # A word of only dropped characters (controls, marks) is no word.
+        keep = tf.strings.length(normalized.flat_values) > 0
+        row_ids = normalized.value_rowids()
+        kept_rows = tf.boolean_mask(row_ids, keep)
+        nrows = normalized.nrows()
+        rebuild = lambda values: tf.RaggedTensor.from_value_rowids(  # noqa: E731
+            tf.boolean_mask(values, keep), kept_rows, nrows=nrows)
+        words, begins, ends = rebuild(normalized.flat_values), rebuild(begins.flat_values), rebuild(ends.flat_values)
+        ids = self.tokenize_words(words)  # [B, (words), (pieces)]
+        pieces = ids.values.row_lengths()  # pieces per word, flat over the batch
+        flat_begins = tf.repeat(begins.flat_values, pieces)
+        flat_ends = tf.repeat(ends.flat_values, pieces)
+        merged = ids.merge_dims(-2, -1)
+        return merged, merged.with_flat_values(flat_begins), merged.with_flat_values(flat_ends)

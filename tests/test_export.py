@@ -1,0 +1,146 @@
+"""SavedModel export: loaded by a fresh process with only tensorflow + tensorflow_text, every
+signature gives the Keras model's outputs; raw-text ids equal FullTokenizer's."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.export import build_model, export_saved_model
+from tfrecord_tools.classification_data import pack_pairs, truncate_pair_from_end
+from tfrecord_tools.tokenization import FullTokenizer
+from tests.conftest import REPO_ROOT, randomize_weights
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "where", "?", ".", ",", "!",
+         "h", "##e", "##l", "##o", "w", "##r", "##d", "中", "文", "un", "##aff", "##able", "a", "dog"]
+LENGTH = 12
+TEXT_A = ["the cat sat on the mat .", "", "Héllo, wörld! 中文 " * 30, "where ? unaffable"]
+TEXT_B = ["where ?", "the dog", "", "Héllo wörld"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    root = tmp_path_factory.mktemp("export")
+    (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=32, type_vocab_size=2)
+    models = {}
+    for model_type, labels in (("encoder", None), ("pretrainer", None), ("classifier", ["no", "yes", "maybe"]),
+                               ("squad", None), ("ner", ["O", "B-X", "I-X"]), ("multiple_choice", None)):
+        model = randomize_weights(build_model(model_type, config, len(labels) if labels else None, num_choices=2),
+                                  seed=len(models), scale=0.2)
+        export_saved_model(model, model_type, str(root / "vocab.txt"), True, LENGTH, str(root / model_type),
+                           label_names=labels, num_choices=2, max_query_length=4)
+        models[model_type] = (model, labels)
+    return root, models
+
+
+def _inputs(tokenizer, model_type):
+    pair = model_type in ("pretrainer", "classifier", "squad")
+    ids_a = tokenizer.tokenize_to_ids(TEXT_A)
+    if model_type == "squad":  # the question keeps at most max_query_length (4) tokens
+        ids_a = [ids[:4] for ids in ids_a]
+    packed = pack_pairs(ids_a, tokenizer.tokenize_to_ids(TEXT_B) if pair else None, LENGTH, 2, 3)
+    return {name: value.astype(np.int32) for name, value in packed.items()}
+
+
+def _keras_outputs(model, model_type, inputs):
+    if model_type == "pretrainer":
+        positions = np.tile(np.arange(LENGTH, dtype=np.int32), (len(inputs["input_ids"]), 1))
+        outputs = model({**inputs, "masked_lm_positions": positions})
+        logits = np.asarray(outputs["next_sentence_logits"], np.float64)
+        return {"next_sentence_probabilities": np.exp(logits) / np.exp(logits).sum(-1, keepdims=True),
+                "masked_lm_predictions": np.asarray(outputs["masked_lm_logits"]).argmax(-1)}
+    return {name: np.asarray(value) for name, value in model(inputs).items() if name != "encoder_outputs"}
+
+
+def test_every_signature_in_a_fresh_process(exported):
+    root, models = exported
+    tokenizer = FullTokenizer(str(root / "vocab.txt"))
+    request, expected = {}, {}
+    for model_type, (model, _) in models.items():
+        calls = {}
+        if model_type == "multiple_choice":
+            contexts, endings = TEXT_A[:2], [TEXT_B[:2], TEXT_B[2:]]
+            ids = pack_pairs([i for i in tokenizer.tokenize_to_ids(contexts) for _ in range(2)],
+                             tokenizer.tokenize_to_ids([e for row in endings for e in row]), LENGTH, 2, 3)
+            inputs = {name: value.reshape(2, 2, LENGTH).astype(np.int32) for name, value in ids.items()}
+            calls["serving_default"] = {"text_a": contexts, "text_b": endings}
+        else:
+            inputs = _inputs(tokenizer, model_type)
+            calls["serving_default"] = {"text_a": TEXT_A, **({"text_b": TEXT_B} if model_type in ("pretrainer", "classifier", "squad") else {})}
+        calls["serve_ids"] = {name: value.tolist() for name, value in inputs.items()}
+        spec = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=value.reshape(len(value), -1)[0].tolist()))
+                for name, value in inputs.items()}
+        calls["serve_examples"] = {"examples": [tf.train.Example(features=tf.train.Features(feature=spec)).SerializeToString().hex()]}
+        request[model_type] = {"dir": str(root / model_type), "calls": calls}
+        expected[model_type] = (inputs, _keras_outputs(model, model_type, inputs))
+    # A copy outside the repository, run from elsewhere: nothing of ours is importable.
+    script = root / "loader.py"
+    script.write_text(open(os.path.join(REPO_ROOT, "tests", "export_loader.py")).read())
+    run = subprocess.run([sys.executable, str(script), json.dumps(request), str(root / "outputs.npz")],
+                         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+                         cwd=str(root), timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "modules: []" in run.stdout  # none of our code was imported
+    results = np.load(root / "outputs.npz", allow_pickle=True)  # string outputs are object arrays
+    for model_type, (inputs, want) in expected.items():
+        text = f"{model_type}/serving_default"
+        if model_type != "multiple_choice":
+            # Raw text is tokenized and packed exactly as tfrecord_tools does it.
+            for name in ("input_ids", "input_mask", "segment_ids"):
+                assert np.array_equal(results[f"{text}/{name}"], inputs[name]), (model_type, name)
+        for signature in ("serving_default", "serve_ids", "serve_examples"):
+            for name, value in want.items():
+                got = results[f"{model_type}/{signature}/{name}"]
+                rows = slice(0, 1) if signature == "serve_examples" else slice(None)
+                assert np.abs(got.astype(np.float64) - np.asarray(value)[rows]).max() < 1e-5, (model_type, signature, name)
+    labels = results["classifier/serving_default/labels"]
+    assert set(labels.tolist()) <= {b"no", b"yes", b"maybe"} and len(labels) == 4
+    tags = results["ner/serving_default/tags"]
+    assert tags.shape == (4, LENGTH)
+    # Offsets cut each context token's word out of the original bytes.
+    tokens = results["squad/serving_default/tokens"][3]
+    starts, ends = results["squad/serving_default/token_start_offsets"][3], results["squad/serving_default/token_end_offsets"][3]
+    segment = results["squad/serving_default/segment_ids"][3]
+    context = TEXT_B[3].encode()
+    pieces = [(tokens[i], context[starts[i]:ends[i]]) for i in range(LENGTH) if segment[i] == 1 and starts[i] >= 0]
+    assert pieces and pieces[0] == (b"h", "Héllo".encode())
+    assert starts[0] == -1 and tokens[0] == b"[CLS]"
+
+
+def test_saved_model_cli_lists_the_signatures(exported):
+    root, _ = exported
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    run = subprocess.run([cli, "show", "--dir", str(root / "classifier"), "--all"], capture_output=True, text=True,
+                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    for expected in ("signature_def['serving_default']", "signature_def['serve_ids']", "signature_def['serve_examples']",
+                     "inputs['text_a'] tensor_info", "dtype: DT_STRING", "outputs['probabilities'] tensor_info",
+                     "shape: (-1, 3)"):
+        assert expected in run.stdout, expected
+
+
+def test_refuses_to_overwrite_without_force(exported):
+    root, models = exported
+    model, labels = models["encoder"]
+    with pytest.raises(FileExistsError, match="already exists; pass --force"):
+        export_saved_model(model, "encoder", str(root / "vocab.txt"), True, LENGTH, str(root / "encoder"))
+    assert not [name for name in os.listdir(root) if ".tmp-" in name]
+
+
+def test_graph_truncation_equals_google_truncation():
+    from keras_bert_impl.export import _Packer
+
+    packer = _Packer(None, 2, 3, max_seq_length=10, variable_seq_length=False)
+    for length_a in range(0, 12):
+        for length_b in range(0, 12):
+            a, b = list(range(length_a)), list(range(length_b))
+            truncate_pair_from_end(a, b, 7)
+            keep_a, keep_b = packer._budgets(tf.constant([length_a]), tf.constant([length_b]))
+            assert (int(keep_a[0]), int(keep_b[0])) == (len(a), len(b)), (length_a, length_b)
