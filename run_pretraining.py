@@ -6,10 +6,11 @@ a TPU pod.
         --num_warmup_steps=10000 --learning_rate=1e-4 [--tpu=NAME]
 """
 
-import os
 import sys
 
 from absl import app, flags, logging
+
+import runner_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
@@ -29,30 +30,16 @@ flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
 flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call (steps per execution).")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-flags.DEFINE_bool("use_tpu", False, "Whether to use TPU (--tpu names it).")
-flags.DEFINE_string("tpu", None, "The Cloud TPU to use for training (name or grpc:// address).")
-flags.DEFINE_string("tpu_name", None, "Alias of --tpu, as in Google's run_pretraining.py.")
-flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
-flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
-flags.DEFINE_integer("num_tpu_cores", 8, "Only used if --use_tpu: the strategy finds the cores itself.")
-flags.DEFINE_enum("distribution_strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                  "The tf.distribute strategy; auto picks TPU, multi-worker (TF_CONFIG), mirrored (GPUs) or one device.")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "AdamW (Google's BERT) or LAMB for large batches.")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Keras dtype policy.")
-flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward pass.")
-flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per replica batch; their gradients are summed.")
+runner_flags.define_distribution_flags()
 flags.DEFINE_bool("export_google_checkpoint", True, "Also write the final weights as OUTPUT_DIR/bert_model.ckpt under Google's names.")
-flags.DEFINE_integer("random_seed", 12345, "Seed of initialisation, dropout and data shuffling.")
 
 
 def main(_):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
 
     if not (FLAGS.do_train or FLAGS.do_eval):
         sys.exit("run_pretraining: error: at least one of --do_train or --do_eval must be True")
-    options = PretrainingOptions(**{name: FLAGS[name].value for name in PretrainingOptions.flag_names()})
-    options.tpu = FLAGS.tpu or FLAGS.tpu_name or (None if not FLAGS.use_tpu else "")
+    options = runner_flags.options_of(PretrainingOptions)
     try:
         results = run_pretraining(options, log=logging.info)
     except (FileNotFoundError, ValueError, RuntimeError) as error:

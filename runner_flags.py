@@ -1,9 +1,37 @@
-"""The absl flags every fine-tuning runner shares (Google's names), and their conversion to
-`FineTuningOptions`. Runner scripts only: keras_bert_impl never reads flags."""
+"""The absl flags the runners share (Google's names), and their conversion to the options
+dataclasses of keras_bert_impl. Runner scripts only: keras_bert_impl never reads flags."""
 
 from absl import flags
 
 FLAGS = flags.FLAGS
+
+
+def define_distribution_flags():
+    """TPU / strategy / precision flags of every training runner (Google's TPU flag names)."""
+    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU (--tpu names it).")
+    flags.DEFINE_string("tpu", None, "The Cloud TPU to use for training (name or grpc:// address).")
+    flags.DEFINE_string("tpu_name", None, "Alias of --tpu, as in Google's runners.")
+    flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
+    flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
+    flags.DEFINE_integer("num_tpu_cores", 8, "Only used if --use_tpu: the strategy finds the cores itself.")
+    flags.DEFINE_enum("distribution_strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                      "The tf.distribute strategy; auto picks TPU, multi-worker (TF_CONFIG), mirrored (GPUs) or one device.")
+    flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "AdamW (Google's BERT) or LAMB for large batches.")
+    flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Keras dtype policy.")
+    flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward pass.")
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per replica batch; their gradients are summed.")
+    flags.DEFINE_integer("random_seed", 12345, "Seed of initialisation, dropout and data shuffling.")
+
+
+def tpu_from_flags():
+    """--tpu, or its alias --tpu_name; "" (find it) for a bare --use_tpu."""
+    return FLAGS.tpu or FLAGS.tpu_name or ("" if FLAGS.use_tpu else None)
+
+
+def options_of(options_class):
+    """An options dataclass filled from the flags of the same names."""
+    values = {name: FLAGS[name].value for name in options_class.field_names() if name != "tpu"}
+    return options_class(tpu=tpu_from_flags(), **values)
 
 
 def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size=32):
@@ -24,19 +52,7 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
     flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
     flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each loop call.")
-    flags.DEFINE_bool("use_tpu", False, "Whether to use TPU (--tpu names it).")
-    flags.DEFINE_string("tpu", None, "The Cloud TPU to use for training.")
-    flags.DEFINE_string("tpu_name", None, "Alias of --tpu, as in Google's runners.")
-    flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
-    flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
-    flags.DEFINE_integer("num_tpu_cores", 8, "Only used if --use_tpu: the strategy finds the cores itself.")
-    flags.DEFINE_enum("distribution_strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                      "The tf.distribute strategy.")
-    flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "AdamW (Google's BERT) or LAMB.")
-    flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Keras dtype policy.")
-    flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward pass.")
-    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per replica batch.")
-    flags.DEFINE_integer("random_seed", 12345, "Seed of initialisation, dropout and data shuffling.")
+    define_distribution_flags()
     flags.DEFINE_string("export_dir", None, "After training, export a SavedModel that serves raw text here.")
     flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
 
@@ -44,6 +60,4 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
 def options_from_flags():
     from keras_bert_impl.finetuning import FineTuningOptions
 
-    values = {name: FLAGS[name].value for name in FineTuningOptions.field_names() if name != "tpu"}
-    values["tpu"] = FLAGS.tpu or FLAGS.tpu_name or ("" if FLAGS.use_tpu else None)
-    return FineTuningOptions(**values)
+    return options_of(FineTuningOptions)

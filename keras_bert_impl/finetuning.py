@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.distribution_options import DistributionOptions
 from keras_bert_impl.distribution_utils import get_distribution_strategy
 from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
 from keras_bert_impl.input_pipeline import make_tfrecord_dataset
@@ -21,8 +22,8 @@ from keras_bert_impl.trainer import Trainer, input_pipeline_of, write_eval_resul
 from tfrecord_tools import feature_specs
 
 
-@dataclasses.dataclass
-class FineTuningOptions:
+@dataclasses.dataclass(kw_only=True)
+class FineTuningOptions(DistributionOptions):
     """Google's common run_classifier.py / run_squad.py flags, plus the scaling flags."""
 
     bert_config_file: str
@@ -42,20 +43,7 @@ class FineTuningOptions:
     warmup_proportion: float = 0.1
     save_checkpoints_steps: int = 1000
     iterations_per_loop: int = 1000
-    tpu: str = None
-    tpu_zone: str = None
-    gcp_project: str = None
-    distribution_strategy: str = "auto"
-    optimizer: str = "adamw"
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
-    random_seed: int = 12345
     export_dir: str = None
-
-    @classmethod
-    def field_names(cls):
-        return [field.name for field in dataclasses.fields(cls)]
 
 
 class FineTuningRun:

@@ -5,24 +5,10 @@ static batch shapes (`drop_remainder`, as TPUs need), parsing by the shared feat
 Google's or tf-models-official's feature names, and prefetch.
 """
 
-import glob
-
 import tensorflow as tf
 
 from tfrecord_tools import feature_specs
-
-
-def expand_file_patterns(file_patterns):
-    """A comma list of globs -> sorted files, or an error naming the pattern that matched nothing."""
-    files = []
-    for pattern in filter(None, (part.strip() for part in file_patterns.split(","))):
-        matches = sorted(tf.io.gfile.glob(pattern)) if "://" in pattern else sorted(glob.glob(pattern))
-        if not matches:
-            raise FileNotFoundError(f"{pattern}: no TFRecord file matches; check --input_file")
-        files.extend(matches)
-    if not files:
-        raise FileNotFoundError("no input files given; pass --input_file=PATTERN[,PATTERN...]")
-    return files
+from tfrecord_tools.file_patterns import expand_file_patterns  # noqa: F401 -- re-exported
 
 
 def make_tfrecord_dataset(files, spec, batch_size, is_training, input_pipeline_id=0, num_input_pipelines=1,

@@ -7,6 +7,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.distribution_options import DistributionOptions
 from keras_bert_impl.distribution_utils import get_distribution_strategy
 from keras_bert_impl.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
@@ -16,8 +17,8 @@ from keras_bert_impl.pretraining_task import PretrainingTask
 from keras_bert_impl.trainer import Trainer, input_pipeline_of, write_eval_results
 
 
-@dataclasses.dataclass
-class PretrainingOptions:
+@dataclasses.dataclass(kw_only=True)
+class PretrainingOptions(DistributionOptions):
     """Google's run_pretraining.py flags (same names and defaults) and the scaling flags."""
 
     bert_config_file: str
@@ -37,20 +38,7 @@ class PretrainingOptions:
     save_checkpoints_steps: int = 1000
     iterations_per_loop: int = 1000
     max_eval_steps: int = 100
-    tpu: str = None
-    tpu_zone: str = None
-    gcp_project: str = None
-    distribution_strategy: str = "auto"
-    optimizer: str = "adamw"
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    gradient_accumulation_steps: int = 1
     export_google_checkpoint: bool = True
-    random_seed: int = 12345
-
-    @classmethod
-    def flag_names(cls):
-        return [field.name for field in dataclasses.fields(cls) if field.name != "tpu"]
 
 
 def _check(options, config, strategy):

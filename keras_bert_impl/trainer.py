@@ -20,6 +20,8 @@ import time
 import keras
 import tensorflow as tf
 
+from tfrecord_tools.file_patterns import format_seconds
+
 
 class NonFiniteLossError(RuntimeError):
     """The training loss became NaN or infinite."""
@@ -232,7 +234,7 @@ class Trainer:
                 f"step {step}/{num_train_steps} loss={metrics['loss']:.4f} "
                 + " ".join(f"{name}={metrics[name]:.4f}" for name in self.task.metric_terms)
                 + f" lr={metrics['learning_rate']:.3g} {metrics['examples_per_second']:.1f} examples/s"
-                + f" ETA {_format_seconds(eta)}"
+                + f" ETA {format_seconds(eta)}"
             )
             if step % self.save_checkpoints_steps == 0:
                 self._save()
@@ -286,11 +288,6 @@ class Trainer:
 
 def _finite(value):
     return value == value and value not in (float("inf"), float("-inf"))
-
-
-def _format_seconds(seconds):
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def write_eval_results(results, path):

@@ -241,5 +241,5 @@ def test_command_line_flags_and_errors(corpus, tmp_path):
          f"--vocab_file={root}/vocab.txt"],
         capture_output=True, text=True, env=env, timeout=120,
     )
-    assert bad.returncode != 0 and "missing*.txt: no input file matches" in bad.stderr
+    assert bad.returncode != 0 and "missing*.txt: no file matches; check --input_file" in bad.stderr
     assert not (tmp_path / "x.tfrecord").exists()

@@ -11,7 +11,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from absl import app, flags, logging
 
-from tfrecord_tools.pretraining_data import expand_input_patterns
+from tfrecord_tools.file_patterns import expand_file_patterns
 from tfrecord_tools.vocab_builder import RESERVED_TOKENS, build_wordpiece_vocab
 
 FLAGS = flags.FLAGS
@@ -34,7 +34,7 @@ def _lines(paths):
 
 def main(_):
     try:
-        paths = expand_input_patterns(FLAGS.input_file)
+        paths = expand_file_patterns(FLAGS.input_file)
         vocab = build_wordpiece_vocab(_lines(paths), FLAGS.vocab_size, FLAGS.do_lower_case,
                                       FLAGS.reserved_tokens, FLAGS.min_count)
     except (FileNotFoundError, ValueError) as error:

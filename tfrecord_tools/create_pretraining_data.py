@@ -12,7 +12,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from absl import app, flags, logging
 
-from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data, expand_input_patterns
+from tfrecord_tools.file_patterns import expand_file_patterns
+from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files / globs).")
@@ -33,7 +34,7 @@ flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
 
 def main(_):
     try:
-        inputs = expand_input_patterns(FLAGS.input_file)
+        inputs = expand_file_patterns(FLAGS.input_file)
         if not os.path.isfile(FLAGS.vocab_file):
             raise FileNotFoundError(f"{FLAGS.vocab_file}: no such file; pass --vocab_file=PATH/vocab.txt")
         for name, value, low in (("max_seq_length", FLAGS.max_seq_length, 5), ("dupe_factor", FLAGS.dupe_factor, 1),

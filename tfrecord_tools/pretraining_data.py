@@ -16,6 +16,7 @@ import time
 
 
 from tfrecord_tools import feature_specs
+from tfrecord_tools.file_patterns import expand_file_patterns, format_seconds  # noqa: F401 -- re-exported
 from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker
 
 
@@ -59,19 +60,6 @@ class Summary:
             f"masked fraction: {self.masked_tokens / max(self.tokens, 1):.4f}",
             f"random-next share: {self.random_next / instances:.4f}",
         ]
-
-
-def expand_input_patterns(input_file):
-    """Google's --input_file: a comma list of globs -> sorted existing files, or a clear error."""
-    paths = []
-    for pattern in filter(None, (part.strip() for part in input_file.split(","))):
-        matches = sorted(glob.glob(pattern))
-        if not matches:
-            raise FileNotFoundError(f"{pattern}: no input file matches; check --input_file")
-        paths.extend(matches)
-    if not paths:
-        raise FileNotFoundError("--input_file is empty; pass a comma list of text files or globs")
-    return paths
 
 
 def iter_documents(paths, warn):
@@ -237,7 +225,7 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
                 eta = (total_documents - summary.documents) / rate if rate else float("inf")
                 log(
                     f"documents {summary.documents}/{total_documents} ({rate:.0f}/s), "
-                    f"instances {summary.instances}, ETA {_format_seconds(eta)}"
+                    f"instances {summary.instances}, ETA {format_seconds(eta)}"
                 )
         for output in outputs:
             output.close()
@@ -258,10 +246,3 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
             pool.close()
             pool.join()
     return summary
-
-
-def _format_seconds(seconds):
-    if seconds == float("inf"):
-        return "?"
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
