@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow venv clean bench-deps bazel-deps bazel-test bazel-ci lint
+.PHONY: demo test test-slow venv clean bench-deps bazel-deps bazel-test bazel-ci lint buildifier
 
 venv: $(STAMP)
 
@@ -37,15 +37,24 @@ BAZEL_ENV := KERAS_BERT_IMPL_PYTHON=$(CURDIR)/$(PY)
 bazel-deps:
 	command -v bazel >/dev/null || (apt-get update -qq && apt-get install -y -qq bazel-bootstrap)
 
-bazel-test: $(STAMP) bazel-deps
+BUILDIFIER := tools/buildifier/node_modules/.bin/buildifier
+
+$(BUILDIFIER):
+	npm install --silent --prefix tools/buildifier @bazel/buildifier@8.2.1
+
+buildifier: $(BUILDIFIER)
+
+bazel-test: $(STAMP) bazel-deps $(BUILDIFIER)
 	$(PY) tools/gen_build.py --check
 	$(BAZEL_ENV) bazel test //...
 
 # What CI runs after make test: every target analysed, the small and medium tests run.
-bazel-ci: $(STAMP) bazel-deps
+bazel-ci: $(STAMP) bazel-deps $(BUILDIFIER)
 	$(PY) tools/gen_build.py --check
 	$(BAZEL_ENV) bazel build --nobuild //...
 	$(BAZEL_ENV) bazel test --test_size_filters=small,medium //...
 
-lint: $(STAMP)
+# BUILD files formatted by buildifier, and the generated BUILD current.
+lint: $(STAMP) $(BUILDIFIER)
+	$(BUILDIFIER) -mode=check -lint=off BUILD WORKSPACE tools/python/BUILD third_party/bazel_stubs/*/BUILD
 	$(PY) tools/gen_build.py --check
