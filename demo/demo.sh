@@ -6,7 +6,7 @@ PY=.venv/bin/python
 OUT=demo_output
 rm -rf "$OUT"
 mkdir -p "$OUT"
-export TF_CPP_MIN_LOG_LEVEL=2
+export TF_CPP_MIN_LOG_LEVEL=3  # hides the "no CUDA device" noise of CPU-only machines
 
 echo "== 1. A WordPiece vocabulary learned from the bundled corpus (tensorflow-text)"
 $PY tfrecord_tools/build_vocab.py --input_file=demo/data/corpus.txt,demo/data/topics/train.tsv --output_file="$OUT/vocab.txt" \
