@@ -122,7 +122,7 @@ class FineTuningRun:
         """For --do_eval / --do_predict without --do_train: the newest checkpoint of output_dir."""
         latest = tf.train.latest_checkpoint(self.options.output_dir)
         if latest:
-            tf.train.Checkpoint(model=self.model).restore(latest).expect_partial()
+            tf.train.Checkpoint(model=self.model, optimizer=self.trainer.optimizer).restore(latest).expect_partial()
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
             self.log("warning: no checkpoint in output_dir and no --init_checkpoint: predicting with random weights")
