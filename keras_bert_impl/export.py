@@ -69,24 +69,31 @@ class _Packer:
 
     def pack(self, text_a, text_b=None):
         """Returns a dict of [B, T] tensors: the model inputs, tokens and byte offsets."""
-        segments = [self.tokenizer.tokenize_with_offsets(text_a)]
-        if text_b is not None:
-            segments.append(self.tokenizer.tokenize_with_offsets(text_b))
+        if text_b is None:
+            segments = [self.tokenizer.tokenize_with_offsets(text_a)]
+        else:
+            # One tokenizer pass over A and B together: at batch 1 the cost is per op, not per text.
+            both = self.tokenizer.tokenize_with_offsets(tf.concat([text_a, text_b], axis=0))
+            size = tf.shape(text_a)[0]
+            segments = [tuple(part[:size] for part in both), tuple(part[size:] for part in both)]
         length_a = segments[0][0].row_lengths()
         if self.variable_seq_length:
             width = tf.cast(tf.reduce_max(tf.reduce_sum([s[0].row_lengths() for s in segments], axis=0)) + 3, tf.int32)
             width = tf.minimum(width, self.max_seq_length)
         else:
             width = self.max_seq_length
-        single = self._combine(segments[:1], self._budgets(length_a, None)[:1], width)
         if text_b is None:
-            padded = single
+            padded = self._combine(segments, self._budgets(length_a, None)[:1], width)
         else:
-            # As Google's: a B that tokenizes to nothing makes a single sequence.
             length_b = segments[1][0].row_lengths()
             pair = self._combine(segments, self._budgets(length_a, length_b), width)
-            empty_b = (length_b == 0)[:, None]
-            padded = {name: tf.where(empty_b, single[name], pair[name]) for name in pair}
+            empty_b = length_b == 0
+
+            def with_singles():  # as Google's: a B that tokenizes to nothing makes a single sequence
+                single = self._combine(segments[:1], self._budgets(length_a, None)[:1], width)
+                return {name: tf.where(empty_b[:, None], single[name], pair[name]) for name in pair}
+
+            padded = tf.cond(tf.reduce_any(empty_b), with_singles, lambda: pair)
         for name in ("input_ids", "input_mask", "segment_ids"):
             padded[name] = tf.cast(padded[name], tf.int32)
         padded["tokens"] = tf.where(padded["input_mask"] > 0,

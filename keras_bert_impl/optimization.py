@@ -9,6 +9,7 @@ large batches. Gradients are clipped to global norm 1.0 by the trainer, after th
 import keras
 from keras import ops
 
+from keras_bert_impl.adam_weight_decay import AdamWeightDecay
 from keras_bert_impl.lamb import Lamb
 
 # Regexes over variable names (Keras: `gamma`, `beta`, `bias`, `output_bias`).
@@ -49,14 +50,11 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type="adamw", weight_decay_rate=0.01):
-    """AdamW (Keras) or LAMB with BERT's hyper-parameters and schedule."""
+    """AdamW (Keras' maths, fused per variable) or LAMB with BERT's hyper-parameters and schedule."""
     schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
     if optimizer_type == "adamw":
-        optimizer = keras.optimizers.AdamW(
-            learning_rate=schedule, weight_decay=weight_decay_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-6
-        )
-        optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
-        return optimizer
+        return AdamWeightDecay(learning_rate=schedule, weight_decay_rate=weight_decay_rate, beta_1=0.9, beta_2=0.999,
+                               epsilon=1e-6, exclude_from_weight_decay=list(NO_DECAY_NAMES))
     if optimizer_type == "lamb":
         return Lamb(learning_rate=schedule, weight_decay_rate=weight_decay_rate,
                     exclude_from_weight_decay=list(NO_DECAY_NAMES))

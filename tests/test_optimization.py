@@ -4,6 +4,7 @@ must not change the maths (gradient accumulation) or must run (XLA, mixed precis
 import numpy as np
 import pytest
 
+from keras_bert_impl.adam_weight_decay import AdamWeightDecay
 from keras_bert_impl.lamb import Lamb
 from keras_bert_impl.optimization import WarmupLinearDecay, create_optimizer
 from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
@@ -20,7 +21,7 @@ def test_adamw_excludes_layer_norm_and_bias_from_weight_decay():
     import keras
 
     optimizer = create_optimizer(1e-3, 10, 0)
-    assert isinstance(optimizer, keras.optimizers.AdamW) and optimizer.epsilon == 1e-6
+    assert isinstance(optimizer, AdamWeightDecay) and optimizer.epsilon == 1e-6
     kernel = keras.Variable(np.ones((2, 2), np.float32), name="kernel")
     gamma = keras.Variable(np.ones(2, np.float32), name="gamma")
     bias = keras.Variable(np.ones(2, np.float32), name="output_bias")
@@ -28,6 +29,37 @@ def test_adamw_excludes_layer_norm_and_bias_from_weight_decay():
     # Zero gradients: only weight decay moves a variable (lr 1e-3 at step 0 * 0.01).
     assert float(kernel.numpy()[0, 0]) == pytest.approx(1 - 1e-3 * 0.01, rel=1e-6)
     assert gamma.numpy().tolist() == [1.0, 1.0] and bias.numpy().tolist() == [1.0, 1.0]
+
+
+def test_fused_adamw_matches_decoupled_weight_decay_adam_in_numpy():
+    import keras
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    w0, b0 = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)
+    grads = [(rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)) for _ in range(4)]
+    kernel, bias = keras.Variable(w0, name="kernel"), keras.Variable(b0, name="bias")
+    schedule = WarmupLinearDecay(0.1, num_train_steps=10, num_warmup_steps=2)
+    optimizer = AdamWeightDecay(learning_rate=schedule, weight_decay_rate=0.01, exclude_from_weight_decay=["bias"])
+    apply = tf.function(lambda g_w, g_b: optimizer.apply([g_w, g_b], [kernel, bias]))
+    for g_w, g_b in grads:
+        apply(g_w, g_b)  # inside a tf.function, as the trainer calls it
+
+    def reference(w, gradients, decay):
+        m = v = np.zeros_like(w, np.float64)
+        w = w.astype(np.float64)
+        for t, g in enumerate(gradients, start=1):
+            lr = 0.1 * (t - 1) / 2 if t - 1 < 2 else 0.1 * (1 - (t - 1) / 10)
+            w = w - lr * decay * w  # decoupled decay (Loshchilov & Hutter), before the Adam step
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            w = w - lr * np.sqrt(1 - 0.999**t) / (1 - 0.9**t) * m / (np.sqrt(v) + 1e-6)
+        return w
+
+    assert np.abs(kernel.numpy() - reference(w0, [g for g, _ in grads], 0.01)).max() < 1e-5
+    assert np.abs(bias.numpy() - reference(b0, [g for _, g in grads], 0.0)).max() < 1e-5
+    restored = AdamWeightDecay.from_config(optimizer.get_config())
+    assert restored.exclude_from_weight_decay_names == ["bias"] and restored.weight_decay_rate == 0.01
 
 
 def test_lamb_matches_the_paper_in_numpy():
