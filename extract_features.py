@@ -6,7 +6,6 @@
 """
 
 import json
-import os
 import sys
 
 from absl import app, flags, logging
@@ -31,29 +30,23 @@ def main(_):
     from keras_bert_impl.bert_encoder import BertEncoder
     from keras_bert_impl.feature_extraction import extract_features, read_lines
     from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
+    from tfrecord_tools.atomic_output import atomic_output
     from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
-    temporary = f"{FLAGS.output_file}.tmp-{os.getpid()}"
     try:
         layer_indexes = [int(x) for x in FLAGS.layers.split(",")]
         encoder = BertEncoder.from_bert_config(FLAGS.bert_config_file)
-        if FLAGS.max_seq_length > encoder.bert_config.max_position_embeddings:
-            raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} exceeds max_position_embeddings of {FLAGS.bert_config_file}")
+        encoder.bert_config.check_max_seq_length(FLAGS.max_seq_length, FLAGS.bert_config_file)
         validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
         tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-        if len(tokenizer.inv_vocab) != encoder.bert_config.vocab_size:
-            raise ValueError(f"{FLAGS.vocab_file}: has {len(tokenizer.inv_vocab)} tokens but {FLAGS.bert_config_file} says "
-                             f"vocab_size={encoder.bert_config.vocab_size}; use the vocab.txt released with the model")
+        encoder.bert_config.check_vocab_size(len(tokenizer.inv_vocab), FLAGS.vocab_file, FLAGS.bert_config_file)
         if FLAGS.init_checkpoint:
             logging.info("init_checkpoint: %s", initialize_from_checkpoint(encoder, FLAGS.init_checkpoint).summary())
         examples = read_lines(FLAGS.input_file)
-        with open(temporary, "w", encoding="utf-8") as writer:
+        with atomic_output(FLAGS.output_file) as writer:
             for record in extract_features(encoder, tokenizer, examples, layer_indexes, FLAGS.max_seq_length, FLAGS.batch_size):
                 writer.write(json.dumps(record) + "\n")
-        os.replace(temporary, FLAGS.output_file)
     except (FileNotFoundError, ValueError) as error:
-        if os.path.exists(temporary):
-            os.remove(temporary)
         sys.exit(f"extract_features: error: {error}")
     logging.info("wrote %s: %d examples", FLAGS.output_file, len(examples))
 

@@ -6,7 +6,6 @@ on the data in ../shared/data; prints and saves each task's metrics and wall tim
 """
 
 import argparse
-import csv
 import json
 import os
 import random

@@ -49,9 +49,9 @@ def train_flops(layers, hidden, batch_size):
     return 3 * batch_size * (layers * per_layer + head)
 
 
-def matmul_peak(size=2048, repeats=10):
-    a = tf.random.normal((size, size))
-    b = tf.random.normal((size, size))
+def matmul_peak(dtype="float32", size=2048, repeats=10):
+    a = tf.cast(tf.random.normal((size, size)), dtype)
+    b = tf.cast(tf.random.normal((size, size)), dtype)
 
     @tf.function
     def run():
@@ -71,12 +71,15 @@ def _timed(fn):
     return time.perf_counter() - start
 
 
-def ours(layers, hidden, heads, batch_size, steps, jit):
+def ours(layers, hidden, heads, batch_size, steps, jit, policy):
+    import keras
+
     from keras_bert_impl.bert_config import BertConfig
     from keras_bert_impl.optimization import create_optimizer
     from keras_bert_impl.pretraining_task import PretrainingTask
     from keras_bert_impl.trainer import Trainer
 
+    keras.mixed_precision.set_global_policy(policy)
     config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                         intermediate_size=4 * hidden, type_vocab_size=2)
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0" if not tf.config.list_logical_devices("GPU") else "/gpu:0")
@@ -90,10 +93,11 @@ def ours(layers, hidden, heads, batch_size, steps, jit):
     return lambda: _timed(lambda: trainer._train_loop(iterator, tf.constant(steps))) / steps
 
 
-def model_garden(layers, hidden, heads, batch_size, steps, jit):
+def model_garden(layers, hidden, heads, batch_size, steps, jit, policy):
     import tf_keras
     from official.nlp.modeling import models, networks
 
+    tf_keras.mixed_precision.set_global_policy(policy)
     encoder = networks.BertEncoder(vocab_size=VOCAB, hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
                                    inner_dim=4 * hidden, max_sequence_length=512, type_vocab_size=2)
     pretrainer = models.BertPretrainerV2(encoder_network=encoder,
@@ -107,8 +111,9 @@ def model_garden(layers, hidden, heads, batch_size, steps, jit):
     def step():
         with tf.GradientTape() as tape:
             outputs = pretrainer(inputs, training=True)
-            mlm = tf_keras.losses.sparse_categorical_crossentropy(data["masked_lm_ids"], outputs["mlm_logits"], from_logits=True)
-            nsp = tf_keras.losses.sparse_categorical_crossentropy(data["next_sentence_labels"][:, 0], outputs["next_sentence"], from_logits=True)
+            logits = {k: tf.cast(v, tf.float32) for k, v in outputs.items()}
+            mlm = tf_keras.losses.sparse_categorical_crossentropy(data["masked_lm_ids"], logits["mlm_logits"], from_logits=True)
+            nsp = tf_keras.losses.sparse_categorical_crossentropy(data["next_sentence_labels"][:, 0], logits["next_sentence"], from_logits=True)
             loss = tf.reduce_mean(mlm) + tf.reduce_mean(nsp)
         gradients = tape.gradient(loss, pretrainer.trainable_variables)
         gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
@@ -129,10 +134,11 @@ def _mg_nsp_head(hidden):
     return layers.ClassificationHead(inner_dim=hidden, num_classes=2, name="next_sentence")
 
 
-def keras_hub(layers, hidden, heads, batch_size, steps, jit):
+def keras_hub(layers, hidden, heads, batch_size, steps, jit, policy):
     import keras
     import keras_hub as hub
 
+    keras.mixed_precision.set_global_policy(policy)
     backbone = hub.models.BertBackbone(vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
                                        intermediate_dim=4 * hidden, max_sequence_length=512, num_segments=2)
     model = hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
@@ -153,24 +159,31 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--jit_compile", default="both", choices=["both", "on", "off"])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--precision", default="float32",
+                        help="comma list of Keras dtype policies, e.g. float32,mixed_bfloat16 (all three use it)")
     args = parser.parse_args()
-    peak = matmul_peak()
-    print(f"matmul peak (float32, 2048^3, this run): {peak / 1e9:.1f} GFLOP/s; {os.cpu_count()} CPUs; TF {tf.__version__}")
+    policies = args.precision.split(",")
+    peaks = {policy: matmul_peak("bfloat16" if "bfloat16" in policy else "float32") for policy in policies}
+    for policy, peak in peaks.items():
+        print(f"matmul peak ({policy}, 2048^3, this run): {peak / 1e9:.1f} GFLOP/s; {os.cpu_count()} CPUs; TF {tf.__version__}")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit_compile]
-    print(f"{'model':6s} {'implementation':22s} {'xla':4s} {'batch':>5s} {'s/step':>8s} {'examples/s':>10s} {'vs MG':>6s} {'vs hub':>6s} {'of peak':>7s}")
+    print(f"{'model':6s} {'implementation':14s} {'precision':15s} {'xla':4s} {'batch':>5s} {'s/step':>8s} {'examples/s':>10s} "
+          f"{'vs MG':>6s} {'vs hub':>6s} {'of peak':>7s}")
     for name in args.models.split(","):
         layers, hidden, heads, batch_size = MODELS[name]
         steps = args.steps if name != "base" else 2
         flops = train_flops(layers, hidden, batch_size)
-        for jit in modes:
-            runners = {impl.__name__: impl(layers, hidden, heads, batch_size, steps, jit) for impl in (ours, model_garden, keras_hub)}
+        for policy, jit in [(policy, jit) for policy in policies for jit in modes]:
+            peak = peaks[policy]
+            runners = {impl.__name__: impl(layers, hidden, heads, batch_size, steps, jit, policy)
+                       for impl in (ours, model_garden, keras_hub)}
             # Interleaved rounds, best of each: the machine is shared and noisy.
             times = {impl: float("inf") for impl in runners}
             for _ in range(args.rounds):
                 for impl, run in runners.items():
                     times[impl] = min(times[impl], run())
             for impl, seconds in times.items():
-                print(f"{name:6s} {impl:22s} {'on' if jit else 'off':4s} {batch_size:5d} {seconds:8.4f} {batch_size / seconds:10.1f} "
+                print(f"{name:6s} {impl:14s} {policy:15s} {'on' if jit else 'off':4s} {batch_size:5d} {seconds:8.4f} {batch_size / seconds:10.1f} "
                       f"{times['model_garden'] / seconds:5.2f}x {times['keras_hub'] / seconds:5.2f}x {flops / seconds / peak:6.1%}")
 
 

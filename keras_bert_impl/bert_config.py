@@ -5,6 +5,7 @@ import json
 import os
 
 from keras_bert_impl.errors import BertConfigError
+from tfrecord_tools.atomic_output import atomic_output
 
 # Activations a config may name. "gelu" is the tanh approximation, as in Google's modeling.py and
 # every released Google checkpoint; "gelu_exact" is the erf form (Hugging Face's "gelu").
@@ -82,6 +83,18 @@ class BertConfig:
     def head_size(self):
         return self.hidden_size // self.num_attention_heads
 
+    def check_max_seq_length(self, max_seq_length, source="bert_config.json"):
+        """Every runner's check: the packed sequence must fit the position embeddings."""
+        if max_seq_length > self.max_position_embeddings:
+            raise ValueError(f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
+                             f"{self.max_position_embeddings} in {source}; lower --max_seq_length")
+
+    def check_vocab_size(self, vocab_size, vocab_file, source="bert_config.json"):
+        """A vocab.txt of another model would train and serve silently wrong ids."""
+        if vocab_size != self.vocab_size:
+            raise ValueError(f"{vocab_file}: has {vocab_size} tokens but {source} says vocab_size={self.vocab_size}; "
+                             "use the vocab.txt released with the model")
+
     @classmethod
     def from_dict(cls, values, source="config"):
         """Builds a config from a dict of Google's keys; unknown keys are an error."""
@@ -122,7 +135,5 @@ class BertConfig:
 
     def to_json_file(self, path):
         """Writes atomically: a temporary name, then a rename."""
-        temporary = f"{path}.tmp-{os.getpid()}"
-        with open(temporary, "w", encoding="utf-8") as writer:
+        with atomic_output(path) as writer:
             writer.write(self.to_json_string())
-        os.replace(temporary, path)

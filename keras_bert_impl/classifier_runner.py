@@ -5,10 +5,12 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.finetuning import FineTuningRun, cross_entropy, softmax, write_eval_results
+from keras_bert_impl.finetuning import FineTuningRun, cross_entropy, softmax
 from keras_bert_impl.finetuning_task import FineTuningTask
 from keras_bert_impl.metrics import classification_metrics
-from tfrecord_tools.classification_data import ClassificationProcessor, examples_to_features
+from keras_bert_impl.trainer import write_eval_results
+from tfrecord_tools.atomic_output import atomic_output
+from tfrecord_tools.classification_data import examples_to_features
 
 
 def run_classifier(options, processor, task_name, log=print):
@@ -56,10 +58,8 @@ def run_classifier(options, processor, task_name, log=print):
         _, logits = predictions_of(examples, options.predict_batch_size)
         rows = logits[:, :1] if processor.is_regression else softmax(logits)
         path = os.path.join(options.output_dir, "test_results.tsv")
-        temporary = f"{path}.tmp-{os.getpid()}"
-        with open(temporary, "w", encoding="utf-8") as writer:
+        with atomic_output(path) as writer:
             for row in rows:
                 writer.write("\t".join(str(float(value)) for value in row) + "\n")
-        os.replace(temporary, path)
         log(f"wrote {path}: {len(rows)} rows")
     return results

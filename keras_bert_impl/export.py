@@ -229,8 +229,7 @@ def build_and_export(bert_config_file, vocab_file, do_lower_case, init_checkpoin
     from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
 
     config = BertConfig.from_json_file(bert_config_file)
-    if max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={max_seq_length} exceeds max_position_embeddings of {bert_config_file}")
+    config.check_max_seq_length(max_seq_length, bert_config_file)
     num_labels = num_labels or (len(label_names) if label_names else None)
     model = build_model(model_type, config, num_labels, num_choices)
     if init_checkpoint:

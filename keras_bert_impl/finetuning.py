@@ -18,7 +18,7 @@ from keras_bert_impl.distribution_utils import get_distribution_strategy
 from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
 from keras_bert_impl.input_pipeline import make_tfrecord_dataset
 from keras_bert_impl.optimization import create_optimizer
-from keras_bert_impl.trainer import Trainer, input_pipeline_of, write_eval_results  # noqa: F401 -- re-exported
+from keras_bert_impl.trainer import Trainer, input_pipeline_of
 from tfrecord_tools import feature_specs
 
 
@@ -60,17 +60,9 @@ class FineTuningRun:
         if not os.path.isfile(options.vocab_file):
             raise FileNotFoundError(f"{options.vocab_file}: no such file; pass --vocab_file=PATH/vocab.txt")
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
-        if len(self.tokenizer.inv_vocab) != self.config.vocab_size:
-            raise ValueError(
-                f"{options.vocab_file}: has {len(self.tokenizer.inv_vocab)} tokens but {options.bert_config_file} "
-                f"says vocab_size={self.config.vocab_size}; use the vocab.txt released with the model"
-            )
+        self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
         validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
-        if options.max_seq_length > self.config.max_position_embeddings:
-            raise ValueError(
-                f"--max_seq_length={options.max_seq_length} exceeds max_position_embeddings="
-                f"{self.config.max_position_embeddings} in {options.bert_config_file}; lower --max_seq_length"
-            )
+        self.config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
         keras.mixed_precision.set_global_policy(options.mixed_precision)
         keras.utils.set_random_seed(options.random_seed)
         self.strategy = get_distribution_strategy(options.distribution_strategy, options.tpu, options.tpu_zone,
@@ -120,9 +112,8 @@ class FineTuningRun:
 
     def restore_latest(self):
         """For --do_eval / --do_predict without --do_train: the newest checkpoint of output_dir."""
-        latest = tf.train.latest_checkpoint(self.options.output_dir)
+        latest = self.trainer.restore_latest()
         if latest:
-            tf.train.Checkpoint(model=self.model, optimizer=self.trainer.optimizer).restore(latest).expect_partial()
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
             self.log("warning: no checkpoint in output_dir and no --init_checkpoint: predicting with random weights")

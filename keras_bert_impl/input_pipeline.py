@@ -8,7 +8,6 @@ Google's or tf-models-official's feature names, and prefetch.
 import tensorflow as tf
 
 from tfrecord_tools import feature_specs
-from tfrecord_tools.file_patterns import expand_file_patterns  # noqa: F401 -- re-exported
 
 
 def make_tfrecord_dataset(files, spec, batch_size, is_training, input_pipeline_id=0, num_input_pipelines=1,

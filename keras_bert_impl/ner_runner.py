@@ -6,8 +6,10 @@ import os
 import numpy as np
 
 from keras_bert_impl import conlleval
-from keras_bert_impl.finetuning import FineTuningRun, write_eval_results
+from keras_bert_impl.finetuning import FineTuningRun
 from keras_bert_impl.finetuning_task import FineTuningTask
+from keras_bert_impl.trainer import write_eval_results
+from tfrecord_tools.atomic_output import atomic_output
 from tfrecord_tools.ner_data import CONLL_LABELS, ConllReader, sentences_to_features
 
 SPLIT_FILES = {"train": "eng.train", "dev": "eng.testa", "test": "eng.testb"}
@@ -45,12 +47,10 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
             predicted.append(tags + ["O"] * (len(sentence.words) - kept[row]))
         scores = conlleval.evaluate([s.labels for s in sentences], predicted)
         path = os.path.join(options.output_dir, f"{split}_predictions.txt")
-        temporary = f"{path}.tmp-{os.getpid()}"
-        with open(temporary, "w", encoding="utf-8") as writer:  # conlleval's input format
+        with atomic_output(path) as writer:  # conlleval's input format
             for sentence, tags in zip(sentences, predicted):
                 writer.writelines(f"{w} {g} {p}\n" for w, g, p in zip(sentence.words, sentence.labels, tags))
                 writer.write("\n")
-        os.replace(temporary, path)
         if split == "dev":
             results = {"eval_precision": scores["precision"], "eval_recall": scores["recall"], "eval_f1": scores["f1"],
                        "global_step": run.trainer.global_step}

@@ -4,17 +4,17 @@ import dataclasses
 import os
 
 import keras
-import tensorflow as tf
 
 from keras_bert_impl.bert_config import BertConfig
 from keras_bert_impl.distribution_options import DistributionOptions
 from keras_bert_impl.distribution_utils import get_distribution_strategy
 from keras_bert_impl.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
-from keras_bert_impl.input_pipeline import expand_file_patterns, make_tfrecord_dataset
+from keras_bert_impl.input_pipeline import make_tfrecord_dataset
 from keras_bert_impl.optimization import create_optimizer
 from keras_bert_impl.pretraining_task import PretrainingTask
 from keras_bert_impl.trainer import Trainer, input_pipeline_of, write_eval_results
+from tfrecord_tools.file_patterns import expand_file_patterns
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -42,11 +42,7 @@ class PretrainingOptions(DistributionOptions):
 
 
 def _check(options, config, strategy):
-    if options.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
-            f"--max_seq_length={options.max_seq_length} exceeds max_position_embeddings="
-            f"{config.max_position_embeddings} in {options.bert_config_file}; lower --max_seq_length"
-        )
+    config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
     replicas = strategy.num_replicas_in_sync
     share = replicas * options.gradient_accumulation_steps
     if options.do_train and options.train_batch_size % share:
@@ -101,9 +97,8 @@ def run_pretraining(options, log=print):
     if not options.do_eval:
         return None
     if not options.do_train:
-        latest = tf.train.latest_checkpoint(options.output_dir)
+        latest = trainer.restore_latest()
         if latest:
-            tf.train.Checkpoint(model=model, optimizer=optimizer).restore(latest).expect_partial()
             log(f"evaluating {latest}")
     dataset = make_tfrecord_dataset(eval_files, task.feature_spec(), options.eval_batch_size // pipelines, False,
                                     pipeline_id, pipelines)

@@ -4,7 +4,8 @@ run_squad.py post-processing), without its crash when every n-best entry is the 
 import collections
 import json
 import math
-import os
+
+from tfrecord_tools.atomic_output import atomic_output
 
 # Null odds given when a question has no non-null candidate at all: the null answer is certain.
 NO_CANDIDATE_NULL_ODDS = 1e6
@@ -138,8 +139,6 @@ def compute_predictions(examples, features, results, text_tokenizer, n_best_size
 
 
 def write_json(value, path):
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as writer:
+    with atomic_output(path) as writer:
         json.dump(value, writer, indent=4)
         writer.write("\n")
-    os.replace(temporary, path)

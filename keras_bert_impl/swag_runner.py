@@ -2,8 +2,9 @@
 
 import os
 
-from keras_bert_impl.finetuning import FineTuningRun, write_eval_results
+from keras_bert_impl.finetuning import FineTuningRun
 from keras_bert_impl.finetuning_task import FineTuningTask
+from keras_bert_impl.trainer import write_eval_results
 from tfrecord_tools.swag_data import NUM_CHOICES, SwagReader, examples_to_features
 
 SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}

@@ -20,6 +20,7 @@ import time
 import keras
 import tensorflow as tf
 
+from tfrecord_tools.atomic_output import atomic_output
 from tfrecord_tools.file_patterns import format_seconds
 
 
@@ -191,6 +192,14 @@ class Trainer:
                 ).expect_partial()
         return self.manager.restore_or_initialize()
 
+    def restore_latest(self):
+        """For evaluation or prediction without training: the newest checkpoint of output_dir
+        (model and step; the data position does not matter). Returns its path, or None."""
+        latest = tf.train.latest_checkpoint(self.output_dir)
+        if latest:
+            tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(latest).expect_partial()
+        return latest
+
     def _save(self):
         return self.manager.save(checkpoint_number=self.global_step)
 
@@ -293,8 +302,6 @@ def _finite(value):
 
 def write_eval_results(results, path):
     """Google's eval_results.txt: `key = value` lines, sorted by key."""
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as writer:
+    with atomic_output(path) as writer:
         for key in sorted(results):
             writer.write(f"{key} = {results[key]}\n")
-    os.replace(temporary, path)

@@ -87,3 +87,13 @@ def test_encoder_from_config_file(tmp_path, tiny_config):
     encoder = BertEncoder.from_bert_config(str(path))
     assert encoder.bert_config == tiny_config
     assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_runner_checks_name_the_files_and_the_fix():
+    config = BertConfig(vocab_size=99, max_position_embeddings=16)
+    config.check_max_seq_length(16)
+    config.check_vocab_size(99, "vocab.txt")
+    with pytest.raises(ValueError, match=r"--max_seq_length=17 exceeds max_position_embeddings=16 in cfg.json; lower"):
+        config.check_max_seq_length(17, "cfg.json")
+    with pytest.raises(ValueError, match=r"v.txt: has 98 tokens but cfg.json says vocab_size=99; use the vocab.txt"):
+        config.check_vocab_size(98, "v.txt", "cfg.json")

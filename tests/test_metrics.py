@@ -77,7 +77,6 @@ def test_squad_v2_evaluation_equals_official_script(tmp_path):
     with open(SQUAD[2]) as reader:
         data = json.load(reader)["data"][:6]
     predictions, odds = _synthetic_predictions(data, 1)
-    has_answer = {qa["id"]: bool(qa["answers"]) for a in data for p in a["paragraphs"] for qa in p["qas"]}
     ours = evaluate_v2(data, predictions, odds)
     # tf-models-official's copy of evaluate-v2.0.py names the best-threshold keys final_*.
     want = official.evaluate(data, predictions, odds)

@@ -2,7 +2,6 @@
 
 import os
 
-import numpy as np
 import pytest
 
 from tfrecord_tools.ner_data import CONLL_LABELS, ConllReader, sentences_to_features, write_ner_tfrecord

@@ -11,6 +11,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from absl import app, flags, logging
 
+from tfrecord_tools.atomic_output import atomic_output
 from tfrecord_tools.file_patterns import expand_file_patterns
 from tfrecord_tools.vocab_builder import RESERVED_TOKENS, build_wordpiece_vocab
 
@@ -39,10 +40,8 @@ def main(_):
                                       FLAGS.reserved_tokens, FLAGS.min_count)
     except (FileNotFoundError, ValueError) as error:
         sys.exit(f"build_vocab: error: {error}")
-    temporary = f"{FLAGS.output_file}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as writer:
+    with atomic_output(FLAGS.output_file) as writer:
         writer.write("\n".join(vocab) + "\n")
-    os.replace(temporary, FLAGS.output_file)
     logging.info("wrote %s: %d tokens", FLAGS.output_file, len(vocab))
 
 

@@ -18,6 +18,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from absl import app, flags, logging
 
+from tfrecord_tools.atomic_output import atomic_output
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("task_name", None, "A GLUE task (CoLA, SST-2, MRPC, QQP, STS-B, MNLI, MNLI-MM, QNLI, RTE, WNLI, "
                     "XNLI), tsv (generic), squad, conll or swag.")
@@ -127,10 +129,8 @@ def main(_):
         {"squad": _squad, "conll": _conll, "swag": _swag}.get(task, _classification)(tokenizer, meta)
     except (FileNotFoundError, ValueError, KeyError) as error:
         sys.exit(f"create_finetuning_data: error: {error}")
-    temporary = os.path.join(FLAGS.output_dir, f"meta.json.tmp-{os.getpid()}")
-    with open(temporary, "w", encoding="utf-8") as writer:
+    with atomic_output(os.path.join(FLAGS.output_dir, "meta.json")) as writer:
         json.dump(meta, writer, indent=2)
-    os.replace(temporary, os.path.join(FLAGS.output_dir, "meta.json"))
     logging.info("wrote %s: %s", FLAGS.output_dir, json.dumps(meta["counts"]))
 
 

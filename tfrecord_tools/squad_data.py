@@ -8,11 +8,11 @@ window of an unanswerable question) points at [CLS] (position 0). Tokenization r
 
 import dataclasses
 import json
-import os
 
 import numpy as np
 
 from tfrecord_tools import feature_specs
+from tfrecord_tools.atomic_output import atomic_output
 
 FIRST_UNIQUE_ID = 1000000000
 
@@ -233,13 +233,11 @@ def write_squad_tfrecord(features, max_seq_length, is_training, output_file):
     records = feature_specs.examples_to_bytes(features_to_arrays(features, is_training), spec) if features else []
     if not is_training:
         sidecar = output_file + ".features.jsonl"
-        temporary = f"{sidecar}.tmp-{os.getpid()}"
-        with open(temporary, "w", encoding="utf-8") as writer:
+        with atomic_output(sidecar) as writer:
             for f in features:
                 writer.write(json.dumps({
                     "unique_id": f.unique_id, "example_index": f.example_index, "doc_span_index": f.doc_span_index,
                     "tokens": f.tokens, "token_to_orig_map": f.token_to_orig_map,
                     "token_is_max_context": f.token_is_max_context,
                 }) + "\n")
-        os.replace(temporary, sidecar)
     return feature_specs.write_tfrecord(records, output_file)
