@@ -61,6 +61,15 @@ def run_squad(options, train_file=None, predict_file=None, version_2_with_negati
         return None
     evaluation = (evaluate_v2(dataset, predictions, null_odds) if version_2_with_negative
                   else evaluate_v1(dataset, predictions))
+    if version_2_with_negative:
+        # The official threshold sweep only helps where predictions.json answered; swept over
+        # every question's best non-null answer it finds the --null_score_diff_threshold to use.
+        answers = {qid: next((entry["text"] for entry in entries if entry["text"]), "") for qid, entries in nbest.items()}
+        sweep = evaluate_v2(dataset, answers, null_odds)
+        for key in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
+            evaluation[f"any_threshold_{key}"] = sweep[key]
+        log(f"best --null_score_diff_threshold on this data: {sweep['best_f1_thresh']:.4f} (F1 {sweep['best_f1']:.2f}; "
+            f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold})")
     write_json(evaluation, os.path.join(options.output_dir, "eval_results.json"))
     log("eval: " + json.dumps(evaluation))
     return evaluation

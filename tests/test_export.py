@@ -144,3 +144,19 @@ def test_graph_truncation_equals_google_truncation():
             truncate_pair_from_end(a, b, 7)
             keep_a, keep_b = packer._budgets(tf.constant([length_a]), tf.constant([length_b]))
             assert (int(keep_a[0]), int(keep_b[0])) == (len(a), len(b)), (length_a, length_b)
+
+
+def test_variable_seq_length_pads_to_the_longest_row():
+    from keras_bert_impl.export import _Packer
+    from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
+
+    tokenizer = BertTextTokenizer(VOCAB)
+    texts_a, texts_b = tf.constant(["the cat", "the cat sat on the mat ."]), tf.constant(["dog", ""])
+    fixed = _Packer(tokenizer, 2, 3, LENGTH, variable_seq_length=False).pack(texts_a, texts_b)
+    variable = _Packer(tokenizer, 2, 3, LENGTH, variable_seq_length=True).pack(texts_a, texts_b)
+    # Row 2: [CLS] the cat sat on the mat . [SEP] (B is empty: a single sequence) = 9 tokens.
+    assert variable["input_ids"].shape == (2, 9)
+    for name in ("input_ids", "input_mask", "segment_ids", "token_start_offsets"):
+        assert np.array_equal(variable[name].numpy(), fixed[name].numpy()[:, :9]), name
+    assert not fixed["input_mask"].numpy()[:, 9:].any()
+    assert fixed["input_ids"].numpy()[0, :5].tolist() == [2, 5, 6, 3, 28] and fixed["segment_ids"].numpy()[0, :6].tolist() == [0, 0, 0, 0, 1, 1]

@@ -135,6 +135,14 @@ def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
     assert list(evaluation)[:3] == ["exact", "f1", "total"] and "best_f1_thresh" in evaluation
     assert json.loads((out / "eval_results.json").read_text()) == pytest.approx(evaluation)
     assert evaluation["f1"] > 50  # three memorised questions
+    # The threshold sweep over every question's best non-null answer, by Model Garden's copy of
+    # the official script.
+    from official.nlp.tools import squad_evaluate_v2_0 as official
+
+    answers = {qid: next((e["text"] for e in entries if e["text"]), "") for qid, entries in nbest.items()}
+    want = official.evaluate(json.loads(path.read_text())["data"], answers, null_odds)
+    assert evaluation["any_threshold_best_f1"] == pytest.approx(want["final_f1"])
+    assert evaluation["any_threshold_best_f1_thresh"] == pytest.approx(want["final_f1_thresh"])
 
 
 def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):

@@ -103,9 +103,11 @@ class BertTextTokenizer(tf.Module):
             return ids.with_flat_values(tf.gather(self._vocab_tensor, ids.flat_values))
         return tf.gather(self._vocab_tensor, ids)
 
-    def tokenize_with_offsets(self, texts):
-        """[B] strings -> (ids, begins, ends), each [B, (tokens)]: every token with the byte span,
-        in the original text, of the word it came from (all of a word's pieces share its span).
+    def tokenize_flat_with_offsets(self, texts):
+        """[B] strings -> (ids, rows, begins, ends), flat over the batch's tokens in order: each
+        token's id, the index of its text, and the byte span in that text of the word it came from
+        (all of a word's pieces share its span). Flat tensors keep a serving graph small: every
+        ragged op adds hundreds of graph nodes, which cost more than the work at batch 1.
 
         The original text is split first (white space, punctuation and CJK characters as above)
         and each word normalized on its own, which keeps the offsets; the tokens are the same."""
@@ -117,18 +119,21 @@ class BertTextTokenizer(tf.Module):
             delim_regex_pattern=f"[\\t\\n\\r\\p{{Zs}}\\x{{2028}}\\x{{2029}}]|{_PUNCTUATION}|[{_CJK}]",
             keep_delim_regex_pattern=f"{_PUNCTUATION}|[{_CJK}]",
         )
-        normalized = words.with_flat_values(self.normalize(words.flat_values, split_cjk=False))
+        rows = words.value_rowids()
+        normalized = self.normalize(words.flat_values, split_cjk=False)
         # A word of only dropped characters (controls, marks) is no word.
-        keep = tf.strings.length(normalized.flat_values) > 0
-        row_ids = normalized.value_rowids()
-        kept_rows = tf.boolean_mask(row_ids, keep)
-        nrows = normalized.nrows()
-        rebuild = lambda values: tf.RaggedTensor.from_value_rowids(  # noqa: E731
-            tf.boolean_mask(values, keep), kept_rows, nrows=nrows)
-        words, begins, ends = rebuild(normalized.flat_values), rebuild(begins.flat_values), rebuild(ends.flat_values)
-        ids = self.tokenize_words(words)  # [B, (words), (pieces)]
-        pieces = ids.values.row_lengths()  # pieces per word, flat over the batch
-        flat_begins = tf.repeat(begins.flat_values, pieces)
-        flat_ends = tf.repeat(ends.flat_values, pieces)
-        merged = ids.merge_dims(-2, -1)
-        return merged, merged.with_flat_values(flat_begins), merged.with_flat_values(flat_ends)
+        keep = tf.strings.length(normalized) > 0
+        normalized, rows, begins, ends = (tf.boolean_mask(values, keep)
+                                          for values in (normalized, rows, begins.flat_values, ends.flat_values))
+        # A word over the limit is one [UNK]: the vocabulary entry "[UNK]" matches itself whole.
+        too_long = tf.strings.length(normalized, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        pieces = self._wordpiece.tokenize(tf.where(too_long, UNK_TOKEN, normalized))  # [words, (pieces)]
+        per_word = pieces.row_lengths()
+        return pieces.flat_values, tf.repeat(rows, per_word), tf.repeat(begins, per_word), tf.repeat(ends, per_word)
+
+    def tokenize_with_offsets(self, texts):
+        """[B] strings -> (ids, begins, ends), each [B, (tokens)]; see `tokenize_flat_with_offsets`."""
+        ids, rows, begins, ends = self.tokenize_flat_with_offsets(texts)
+        nrows = tf.shape(texts, out_type=tf.int64)[0]
+        return tuple(tf.RaggedTensor.from_value_rowids(values, rows, nrows=nrows, validate=False)
+                     for values in (ids, begins, ends))
