@@ -14,12 +14,14 @@ import keras
 import tensorflow as tf
 
 
-@tf.function(jit_compile=True)
-def _fused_update(variable, m, v, gradient, lr, alpha, decay, beta_1, beta_2, epsilon):
+def _update(variable, m, v, gradient, lr, alpha, decay, beta_1, beta_2, epsilon):
     gradient = tf.cast(gradient, variable.dtype)
     m = m + (gradient - m) * (1.0 - beta_1)
     v = v + (tf.square(gradient) - v) * (1.0 - beta_2)
     return variable - variable * (decay * lr) - m * alpha / (tf.sqrt(v) + epsilon), m, v
+
+
+_fused_update = tf.function(_update, jit_compile=True)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -58,7 +60,9 @@ class AdamWeightDecay(keras.optimizers.Adam):
         lr = tf.cast(learning_rate, dtype)
         step = tf.cast(self.iterations + 1, dtype)
         alpha = lr * tf.sqrt(1.0 - tf.pow(tf.cast(self.beta_2, dtype), step)) / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
-        new_variable, new_m, new_v = _fused_update(
+        # A TPU compiles the whole step already; elsewhere one XLA kernel per variable.
+        on_tpu = isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)
+        new_variable, new_m, new_v = (_update if on_tpu else _fused_update)(
             tf.convert_to_tensor(variable), tf.convert_to_tensor(m), tf.convert_to_tensor(v), gradient, lr, alpha,
             tf.constant(self._decay_rates[index], dtype), tf.constant(self.beta_1, dtype), tf.constant(self.beta_2, dtype),
             tf.constant(self.epsilon, dtype),
