@@ -100,7 +100,7 @@ def text_examples(pairs):
             .SerializeToString() for a, b in pairs]
 
 
-def calls(ours, garden, pairs, tokenizer):
+def calls(ours, garden, pairs):
     """Each signature's call on a batch of `pairs`, inputs prepared outside the timing."""
     text_a = tf.constant([a for a, _ in pairs])
     text_b = tf.constant([b for _, b in pairs])
@@ -152,7 +152,7 @@ def main():
                                 type_vocab_size=2)
             ours = tf.saved_model.load(export_ours(config, vocab, os.path.join(work, f"ours_{name}")))
             garden = tf.saved_model.load(export_model_garden(config, vocab, os.path.join(work, f"garden_{name}")))
-            latency_calls, throughput_calls = calls(ours, garden, pairs[:1], tokenizer), calls(ours, garden, pairs, tokenizer)
+            latency_calls, throughput_calls = calls(ours, garden, pairs[:1]), calls(ours, garden, pairs)
             for call in [*latency_calls.values(), *throughput_calls.values()]:
                 _seconds(call, 2)  # warm-up
             latency = {signature: float("inf") for signature in latency_calls}

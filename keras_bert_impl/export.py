@@ -66,7 +66,7 @@ class _Packer:
         length_a, start_a = lengths[:batch], starts[:batch]
         single_a, _ = self._budgets(length_a, None)
         if text_b is None:
-            keep_a, keep_b, start_b, has_b = single_a, tf.zeros_like(length_a), tf.zeros_like(length_a), length_a < 0
+            keep_a, keep_b, start_b, has_b = single_a, tf.zeros_like(length_a), tf.zeros_like(length_a), tf.zeros_like(length_a, tf.bool)
         else:
             length_b, start_b = lengths[batch:], starts[batch:]
             pair_a, pair_b = self._budgets(length_a, length_b)
