@@ -9,8 +9,9 @@ import re
 import numpy as np
 
 
-def model_garden_encoder(config, google_weights):
-    """A tf_keras `official.nlp.modeling.networks.BertEncoder` with the given weights."""
+def model_garden_encoder(config, google_weights, dropout=0.0):
+    """A tf_keras `official.nlp.modeling.networks.BertEncoder` with the given weights (dropout 0:
+    deterministic outputs for comparisons; the config's rates when it is fine-tuned)."""
     from official.nlp.modeling import networks  # noqa: PLC0415 -- heavy; only the tests need it
 
     kwargs = {}
@@ -26,8 +27,8 @@ def model_garden_encoder(config, google_weights):
         inner_dim=config.intermediate_size,
         max_sequence_length=config.max_position_embeddings,
         type_vocab_size=config.type_vocab_size,
-        output_dropout=0.0,
-        attention_dropout=0.0,
+        output_dropout=dropout,
+        attention_dropout=dropout,
         dict_outputs=True,
         **kwargs,
     )
