@@ -84,9 +84,11 @@ def run_conll(model_dir, root, log, sentences=5000):
                    max_train_sentences=sentences, log=log)
 
 
-def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epochs=3.0, learning_rate=1e-4):
-    """Google's recipe but lr 1e-4: 6k questions and a 6-layer, 384-wide model (Google's advice for
-    its small BERTs); lr 5e-5 for 2 epochs left every answer below the null score."""
+def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epochs=5.0, learning_rate=3e-4,
+                 mixed_precision="mixed_bfloat16"):
+    """Google's recipe but lr 3e-4 for 5 epochs (Google's range for its small BERTs goes to 3e-4):
+    with 6k questions lr 5e-5 for 2 epochs left every answer below the null score, and lr 1e-4 for
+    3 epochs still underfit the training articles (F1 62 on them). bfloat16 matmuls: 1.3x here."""
     from keras_bert_impl.squad_eval import evaluate_v2
     from keras_bert_impl.squad_runner import run_squad
 
@@ -99,13 +101,19 @@ def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epoc
         with open(paths[name], "w", encoding="utf-8") as writer:
             json.dump({"version": "v2.0", "data": articles}, writer)
     results = run_squad(options(model_dir, os.path.join(root, "squad"), max_seq_length=max_seq_length, do_predict=True,
-                                do_eval=False, num_train_epochs=epochs, predict_batch_size=32, learning_rate=learning_rate),
+                                do_eval=False, num_train_epochs=epochs, predict_batch_size=32, learning_rate=learning_rate,
+                                mixed_precision=mixed_precision),
                         paths["train"], paths["eval"], version_2_with_negative=True, doc_stride=128, max_query_length=64,
                         log=log)
     all_null = evaluate_v2(evaluation, {qa["id"]: "" for a in evaluation for p in a["paragraphs"] for qa in p["qas"]})
     results = dict(results)
     results["all_null_baseline_f1"] = all_null["f1"]
-    results["max_seq_length"], results["epochs"], results["learning_rate"] = max_seq_length, epochs, learning_rate
+    with open(os.path.join(root, "squad", "nbest_predictions.json"), encoding="utf-8") as reader:
+        nbest = json.load(reader)
+    # How good the spans are, apart from the null decision: every question's best non-null answer.
+    answers = {qid: next((entry["text"] for entry in entries if entry["text"]), "") for qid, entries in nbest.items()}
+    results["best_non_null_HasAns_f1"] = evaluate_v2(evaluation, answers)["HasAns_f1"]
+    results.update(max_seq_length=max_seq_length, epochs=epochs, learning_rate=learning_rate, mixed_precision=mixed_precision)
     return results
 
 

@@ -44,4 +44,5 @@ def test_conll_5000_sentences(model_dir):
 def test_squad_v2_split_by_article(model_dir):
     module, directory, root = model_dir
     results = module.run_squad_v2(directory, root, print)
+    # The "well above all-null"; not met yet: best +4.5, tf-models-official +0.7 (README).
     assert results["f1"] > results["all_null_baseline_f1"] + 10
