@@ -112,7 +112,10 @@ def main():
     data = {"demo/encode_sentences.py": ["demo/data/corpus.txt"]}
     for path in BINARIES:
         extra = [f'main = "{path}"'] + ([f'data = ["{d}"]' for d in data.get(path, [])])
-        blocks.append(rule("py_binary", path.split("/")[-1][:-3], [path], [target_name(d) for d in local_imports(path)], extra))
+        imports = local_imports(path)
+        if any(d.startswith("tests/") for d in imports):  # Bazel: only testonly targets may use test helpers
+            extra.append("testonly = True")
+        blocks.append(rule("py_binary", path.split("/")[-1][:-3], [path], [target_name(d) for d in imports], extra))
     for path in tests:
         name = os.path.basename(path)[:-3]
         size = "large" if name in LARGE_TESTS else "medium"
