@@ -108,11 +108,6 @@ def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epoc
     all_null = evaluate_v2(evaluation, {qa["id"]: "" for a in evaluation for p in a["paragraphs"] for qa in p["qas"]})
     results = dict(results)
     results["all_null_baseline_f1"] = all_null["f1"]
-    with open(os.path.join(root, "squad", "nbest_predictions.json"), encoding="utf-8") as reader:
-        nbest = json.load(reader)
-    # How good the spans are, apart from the null decision: every question's best non-null answer.
-    answers = {qid: next((entry["text"] for entry in entries if entry["text"]), "") for qid, entries in nbest.items()}
-    results["best_non_null_HasAns_f1"] = evaluate_v2(evaluation, answers)["HasAns_f1"]
     results.update(max_seq_length=max_seq_length, epochs=epochs, learning_rate=learning_rate, mixed_precision=mixed_precision)
     return results
 

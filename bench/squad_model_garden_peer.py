@@ -131,11 +131,12 @@ def main():
     answers = {qid: next((e["text"] for e in entries if e["text"]), "") for qid, entries in nbest.items()}
     sweep = squad_evaluate_v2_0.evaluate(dataset_json, answers, null_odds)
     evaluation["any_threshold_best_f1"] = sweep["final_f1"]
-    evaluation["best_non_null_HasAns_f1"] = sweep["HasAns_f1"]
+    # Without null odds: the official script counts odds above 1.0 as a null answer.
+    evaluation["best_non_null_HasAns_f1"] = squad_evaluate_v2_0.evaluate(dataset_json, answers)["HasAns_f1"]
     evaluation.update(learning_rate=args.learning_rate, epochs=args.epochs, max_seq_length=args.max_seq_length,
                       seconds=round(time.time() - start_time, 1))
-    for name, value in (("predictions.json", predictions), ("null_odds.json", dict(null_odds)),
-                        ("eval_results.json", evaluation)):
+    for name, value in (("predictions.json", predictions), ("nbest_predictions.json", nbest),
+                        ("null_odds.json", dict(null_odds)), ("eval_results.json", evaluation)):
         with open(os.path.join(out, name), "w", encoding="utf-8") as writer:
             json.dump(value, writer, indent=2)
     print("model garden:", json.dumps(evaluation), flush=True)

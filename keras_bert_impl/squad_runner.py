@@ -68,6 +68,8 @@ def run_squad(options, train_file=None, predict_file=None, version_2_with_negati
         sweep = evaluate_v2(dataset, answers, null_odds)
         for key in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
             evaluation[f"any_threshold_{key}"] = sweep[key]
+        # The spans apart from the null decision: no null odds, so every question is answered.
+        evaluation["best_non_null_HasAns_f1"] = evaluate_v2(dataset, answers)["HasAns_f1"]
         log(f"best --null_score_diff_threshold on this data: {sweep['best_f1_thresh']:.4f} (F1 {sweep['best_f1']:.2f}; "
             f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold})")
     write_json(evaluation, os.path.join(options.output_dir, "eval_results.json"))

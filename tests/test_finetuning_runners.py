@@ -143,6 +143,8 @@ def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
     want = official.evaluate(json.loads(path.read_text())["data"], answers, null_odds)
     assert evaluation["any_threshold_best_f1"] == pytest.approx(want["final_f1"])
     assert evaluation["any_threshold_best_f1_thresh"] == pytest.approx(want["final_f1_thresh"])
+    spans = official.evaluate(json.loads(path.read_text())["data"], answers)
+    assert evaluation["best_non_null_HasAns_f1"] == pytest.approx(spans["HasAns_f1"])
 
 
 def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
