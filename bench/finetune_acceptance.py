@@ -85,7 +85,7 @@ def run_conll(model_dir, root, log, sentences=5000):
 
 
 def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epochs=5.0, learning_rate=3e-4,
-                 mixed_precision="mixed_bfloat16"):
+                 mixed_precision="mixed_bfloat16", train_article_step=1, add_v11_articles=False):
     """Google's recipe but lr 3e-4 for 5 epochs (Google's range for its small BERTs goes to 3e-4):
     with 6k questions lr 5e-5 for 2 epochs left every answer below the null score, and lr 1e-4 for
     3 epochs still underfit the training articles (F1 62 on them). bfloat16 matmuls: 1.3x here."""
@@ -94,7 +94,9 @@ def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epoc
 
     with open(os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json"), encoding="utf-8") as reader:
         data = json.load(reader)
-    train, evaluation = data["data"][:-eval_articles], data["data"][-eval_articles:]
+    train, evaluation = data["data"][:-eval_articles][::train_article_step], data["data"][-eval_articles:]
+    if add_v11_articles:
+        train = train + v11_articles_not_in(data["data"])
     paths = {}
     for name, articles in (("train", train), ("eval", evaluation)):
         paths[name] = os.path.join(root, f"squad_{name}.json")
@@ -108,8 +110,21 @@ def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epoc
     all_null = evaluate_v2(evaluation, {qa["id"]: "" for a in evaluation for p in a["paragraphs"] for qa in p["qas"]})
     results = dict(results)
     results["all_null_baseline_f1"] = all_null["f1"]
-    results.update(max_seq_length=max_seq_length, epochs=epochs, learning_rate=learning_rate, mixed_precision=mixed_precision)
+    results.update(max_seq_length=max_seq_length, epochs=epochs, learning_rate=learning_rate, mixed_precision=mixed_precision,
+                   train_articles=len(train), train_questions=sum(len(p["qas"]) for a in train for p in a["paragraphs"]))
     return results
+
+
+def v11_articles_not_in(v2_articles):
+    """The dev-v1.1-part-a articles that dev-v2.0-part-a lacks (answerable questions only): more
+    training data that shares no context with any v2.0 article, so none with its eval part."""
+    with open(os.path.join(SHARED_DATA, "SQuAD", "dev-v1.1-part-a.json"), encoding="utf-8") as reader:
+        v11 = json.load(reader)["data"]
+    titles = {article["title"] for article in v2_articles}
+    contexts = {p["context"] for article in v2_articles for p in article["paragraphs"]}
+    extra = [article for article in v11 if article["title"] not in titles]
+    assert not any(p["context"] in contexts for article in extra for p in article["paragraphs"])
+    return extra
 
 
 TASKS = {"mrpc": run_mrpc, "sst2": run_sst2, "conll": run_conll, "squad": run_squad_v2}

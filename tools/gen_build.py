@@ -16,7 +16,8 @@ BINARIES = ["run_pretraining.py", "run_classifier.py", "run_squad.py", "run_ner.
             "export_saved_model.py", "convert_hf_checkpoint.py", "tfrecord_tools/create_pretraining_data.py",
             "tfrecord_tools/create_finetuning_data.py", "tfrecord_tools/build_vocab.py", "demo/encode_sentences.py",
             "demo/classify_with_saved_model.py", "bench/create_pretraining_data_bench.py", "bench/pretraining_bench.py",
-            "bench/finetune_acceptance.py", "bench/serving_bench.py", "bench/squad_model_garden_peer.py"]
+            "bench/finetune_acceptance.py", "bench/serving_bench.py", "bench/squad_model_garden_peer.py",
+            "bench/squad_v2_report.py"]
 # Test modules that take longer than a minute on 2 cores, and those needing real data only.
 LARGE_TESTS = {"test_run_pretraining", "test_export", "test_finetuning_runners", "test_pretraining_data"}
 MANUAL_TESTS = {"test_acceptance"}
