@@ -20,7 +20,8 @@ from keras_bert_impl.squad_eval import evaluate_v2, f1_score, normalize_answer  
 
 
 def question_scores(dataset, predictions, null_odds, na_prob_thresh=1.0):
-    """Per question: (article title, F1 as the official script scores it, answerable?, null odds)."""
+    """Per question: (article title, F1 as the official script scores it, answerable?, null odds).
+    Every question needs a prediction and null odds, as run_squad writes them."""
     rows = []
     for article in dataset:
         for paragraph in article["paragraphs"]:
