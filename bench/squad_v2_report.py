@@ -52,6 +52,15 @@ def gain_interval(gains, samples=2000, seed=0):
     return float(gains.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def load_run(output_dir):
+    """run_squad's predictions.json and null_odds.json from its output directory."""
+    loaded = []
+    for name in ("predictions.json", "null_odds.json"):
+        with open(os.path.join(output_dir, name), encoding="utf-8") as reader:
+            loaded.append(json.load(reader))
+    return loaded
+
+
 def report(dataset, predictions, null_odds, na_prob_thresh=1.0):
     rows = question_scores(dataset, predictions, null_odds, na_prob_thresh)
     official = evaluate_v2(dataset, predictions, null_odds, na_prob_thresh)["f1"]
@@ -76,11 +85,7 @@ def main():
     args = parser.parse_args()
     with open(args.eval_file, encoding="utf-8") as reader:
         dataset = json.load(reader)["data"]
-    loaded = []
-    for name in ("predictions.json", "null_odds.json"):
-        with open(os.path.join(args.output_dir, name), encoding="utf-8") as reader:
-            loaded.append(json.load(reader))
-    result = report(dataset, *loaded, na_prob_thresh=args.na_prob_thresh)
+    result = report(dataset, *load_run(args.output_dir), na_prob_thresh=args.na_prob_thresh)
     for title, values in [("all", result["all"]), *result["articles"].items()]:
         low, high = values["gain_95"]
         print(f"{title[:28]:28} {values['questions']:5d} q  F1 {values['f1']:5.1f}  all-null {values['all_null_f1']:5.1f}  "

@@ -1,5 +1,6 @@
 """Shared fixtures: tiny odd-sized BERT configs (so mixed-up dimensions cannot pass) and inputs."""
 
+import importlib.util
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -26,6 +27,14 @@ TINY_CONFIG = dict(
     initializer_range=0.02,
 )
 BATCH, SEQ = 3, 7
+
+
+def bench_module(file_name):
+    """A script under bench/ as a module (bench/ is not a package: its scripts run by path)."""
+    spec = importlib.util.spec_from_file_location(file_name[:-3], os.path.join(REPO_ROOT, "bench", file_name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

@@ -2,13 +2,12 @@
 checkpoint path, Google's fine-tuning recipe, the data in ../shared/data. Thresholds from the
 issue: an independent PyTorch run of the same recipe reached the figures in the comments."""
 
-import importlib.util
 import json
 import os
 
 import pytest
 
-from tests.conftest import SHARED_DATA, minilm_directory
+from tests.conftest import SHARED_DATA, bench_module, minilm_directory
 
 pytestmark = [
     pytest.mark.slow,
@@ -18,11 +17,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-    import finetune_acceptance
-
+    finetune_acceptance = bench_module("finetune_acceptance.py")
     root = str(tmp_path_factory.mktemp("acceptance"))
     return finetune_acceptance, finetune_acceptance.google_model_dir(root), root
 
@@ -49,19 +44,8 @@ def squad_v2_run(model_dir):
     results = module.run_squad_v2(directory, root, print)
     with open(os.path.join(root, "squad_eval.json"), encoding="utf-8") as reader:
         dataset = json.load(reader)["data"]
-    outputs = []
-    for name in ("predictions.json", "null_odds.json"):
-        with open(os.path.join(root, "squad", name), encoding="utf-8") as reader:
-            outputs.append(json.load(reader))
-    return results, _report_module().report(dataset, *outputs)["all"]
-
-
-def _report_module():
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "squad_v2_report.py")
-    spec = importlib.util.spec_from_file_location("squad_v2_report", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    report = bench_module("squad_v2_report.py")
+    return results, report.report(dataset, *report.load_run(os.path.join(root, "squad")))["all"]
 
 
 def test_squad_v2_significantly_above_all_null(squad_v2_run):

@@ -1,17 +1,14 @@
 """bench/squad_v2_report.py: its AUC and bootstrap interval against direct computations."""
 
-import importlib.util
 import itertools
-import os
 import random
 
 import numpy as np
 import pytest
 
-_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "squad_v2_report.py")
-_SPEC = importlib.util.spec_from_file_location("squad_v2_report", _SCRIPT)
-squad_v2_report = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(squad_v2_report)
+from tests.conftest import bench_module
+
+squad_v2_report = bench_module("squad_v2_report.py")
 
 
 def test_null_odds_auc_counts_pairs_and_ties():
