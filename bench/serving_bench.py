@@ -69,10 +69,11 @@ def text_pairs(count, texts, tokenizer):
 
 
 def export_ours(config, vocab, directory):
-    from keras_bert_impl.export import build_model, export_saved_model
+    from keras_bert_impl.serving.export import export_saved_model
+    from keras_bert_impl.tasks.classification import ClassificationTask
 
-    model = build_model("classifier", config, num_labels=2)
-    return export_saved_model(model, "classifier", vocab, True, SEQ, directory, label_names=["0", "1"])
+    task = ClassificationTask(config, SEQ, label_names=["0", "1"])
+    return export_saved_model(task.build_model(), task, vocab, True, directory)
 
 
 def export_model_garden(config, vocab, directory):
@@ -135,7 +136,7 @@ def main():
     parser.add_argument("--throughput_calls", type=int, default=3)
     args = parser.parse_args()
 
-    from keras_bert_impl.bert_config import BertConfig
+    from keras_bert_impl.models.bert_config import BertConfig
     from tfrecord_tools.tokenization import FullTokenizer
 
     vocab = vocab_file()

@@ -42,7 +42,7 @@ def main():
     from official.nlp.modeling import models
     from official.nlp.tools import squad_evaluate_v2_0, tokenization
 
-    from keras_bert_impl.bert_config import BertConfig
+    from keras_bert_impl.models.bert_config import BertConfig
     from tests.model_garden_reference import model_garden_encoder  # MG's encoder from Google-named weights
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

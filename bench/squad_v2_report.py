@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert_impl.squad_eval import evaluate_v2, f1_score, normalize_answer  # noqa: E402
+from keras_bert_impl.evaluation.squad_eval import evaluate_v2, f1_score, normalize_answer  # noqa: E402
 
 
 def question_scores(dataset, predictions, null_odds, na_prob_thresh=1.0):

@@ -17,7 +17,7 @@ def main(_):
     import numpy as np
 
     from keras_bert_impl import BertConfig, BertEncoder
-    from keras_bert_impl.google_checkpoint import load_google_checkpoint, save_google_checkpoint
+    from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint, save_google_checkpoint
     from tfrecord_tools.classification_data import pack_pairs
     from tfrecord_tools.tokenization import FullTokenizer
 

@@ -8,7 +8,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from keras_bert_impl.bert_config import BertConfig  # noqa: E402
+from keras_bert_impl.models.bert_config import BertConfig  # noqa: E402
+
+# Fixtures shared by several test modules.
+pytest_plugins = ["tests.finetuning_fixtures"]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")

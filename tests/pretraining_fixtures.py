@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.models.bert_config import BertConfig
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
 MAX_SEQ, MAX_PRED = 24, 4

@@ -20,14 +20,14 @@ def main():
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
+    from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
     from tests.pretraining_fixtures import pretraining_flags
 
     logs = []
     flags = pretraining_flags(json.loads(args.setup), args.output_dir, num_train_steps=args.steps, iterations_per_loop=1,
                               distribution_strategy=args.strategy, export_google_checkpoint=True)
-    run_pretraining(PretrainingOptions(**flags), log=logs.append)
-    losses = [float(line.split("loss=")[1].split()[0]) for line in logs if line.startswith("step ")]
+    result = run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    losses = [loop["loss"] for loop in result.train.history]
     replicas = int(next(line for line in logs if line.startswith("strategy")).split(" with ")[1].split()[0])
     reader = tf.train.load_checkpoint(os.path.join(args.output_dir, "bert_model.ckpt"))
     weights = [float(x) for name in sorted(reader.get_variable_to_shape_map()) for x in reader.get_tensor(name).ravel()[:50]]

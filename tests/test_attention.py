@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from keras_bert_impl.bert_encoder import BertEncoder
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.layers.activations import gelu_exact, gelu_tanh
 from keras_bert_impl.layers.bert_self_attention import BertSelfAttention
 from tests.conftest import TINY_CONFIG, make_inputs, randomize_weights

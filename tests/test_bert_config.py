@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.bert_encoder import BertEncoder
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.errors import BertConfigError
 from tests.conftest import TINY_CONFIG
 

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.export import build_model, export_saved_model
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.serving.export import export_saved_model
+from keras_bert_impl.serving.packer import Packer
+from keras_bert_impl.tasks.registry import create_task
 from tfrecord_tools.classification_data import pack_pairs, truncate_pair_from_end
 from tfrecord_tools.tokenization import FullTokenizer
 from tests.conftest import REPO_ROOT, randomize_weights
@@ -32,11 +34,10 @@ def exported(tmp_path_factory):
     models = {}
     for model_type, labels in (("encoder", None), ("pretrainer", None), ("classifier", ["no", "yes", "maybe"]),
                                ("squad", None), ("ner", ["O", "B-X", "I-X"]), ("multiple_choice", None)):
-        model = randomize_weights(build_model(model_type, config, len(labels) if labels else None, num_choices=2),
-                                  seed=len(models), scale=0.2)
-        export_saved_model(model, model_type, str(root / "vocab.txt"), True, LENGTH, str(root / model_type),
-                           label_names=labels, num_choices=2, max_query_length=4)
-        models[model_type] = (model, labels)
+        task = create_task(model_type, config, LENGTH, label_names=labels, num_choices=2, max_query_length=4)
+        model = randomize_weights(task.build_model(), seed=len(models), scale=0.2)
+        export_saved_model(model, task, str(root / "vocab.txt"), True, str(root / model_type))
+        models[model_type] = (model, labels, task)
     return root, models
 
 
@@ -63,7 +64,7 @@ def test_every_signature_in_a_fresh_process(exported):
     root, models = exported
     tokenizer = FullTokenizer(str(root / "vocab.txt"))
     request, expected = {}, {}
-    for model_type, (model, _) in models.items():
+    for model_type, (model, _, _) in models.items():
         calls = {}
         if model_type == "multiple_choice":
             contexts, endings = TEXT_A[:2], [TEXT_B[:2], TEXT_B[2:]]
@@ -128,16 +129,14 @@ def test_saved_model_cli_lists_the_signatures(exported):
 
 def test_refuses_to_overwrite_without_force(exported):
     root, models = exported
-    model, labels = models["encoder"]
+    model, _, task = models["encoder"]
     with pytest.raises(FileExistsError, match="already exists; pass --force"):
-        export_saved_model(model, "encoder", str(root / "vocab.txt"), True, LENGTH, str(root / "encoder"))
+        export_saved_model(model, task, str(root / "vocab.txt"), True, str(root / "encoder"))
     assert not [name for name in os.listdir(root) if ".tmp-" in name]
 
 
 def test_graph_truncation_equals_google_truncation():
-    from keras_bert_impl.export import _Packer
-
-    packer = _Packer(None, 2, 3, max_seq_length=10, variable_seq_length=False)
+    packer = Packer(None, 2, 3, max_seq_length=10, variable_seq_length=False)
     for length_a in range(0, 12):
         for length_b in range(0, 12):
             a, b = list(range(length_a)), list(range(length_b))
@@ -147,13 +146,12 @@ def test_graph_truncation_equals_google_truncation():
 
 
 def test_variable_seq_length_pads_to_the_longest_row():
-    from keras_bert_impl.export import _Packer
     from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 
     tokenizer = BertTextTokenizer(VOCAB)
     texts_a, texts_b = tf.constant(["the cat", "the cat sat on the mat ."]), tf.constant(["dog", ""])
-    fixed = _Packer(tokenizer, 2, 3, LENGTH, variable_seq_length=False).pack(texts_a, texts_b)
-    variable = _Packer(tokenizer, 2, 3, LENGTH, variable_seq_length=True).pack(texts_a, texts_b)
+    fixed = Packer(tokenizer, 2, 3, LENGTH, variable_seq_length=False).pack(texts_a, texts_b)
+    variable = Packer(tokenizer, 2, 3, LENGTH, variable_seq_length=True).pack(texts_a, texts_b)
     # Row 2: [CLS] the cat sat on the mat . [SEP] (B is empty: a single sequence) = 9 tokens.
     assert variable["input_ids"].shape == (2, 9)
     for name in ("input_ids", "input_mask", "segment_ids", "token_start_offsets"):

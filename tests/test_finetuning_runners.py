@@ -8,66 +8,22 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.bert_encoder import BertEncoder
-from keras_bert_impl.finetuning import FineTuningOptions
-from keras_bert_impl.google_checkpoint import save_google_checkpoint
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from tests.conftest import REPO_ROOT
-
-WORDS = ["good", "great", "fine", "bad", "awful", "poor", "the", "movie", "film", "plot", "was", "is", "a", "cat",
-         "sat", "on", "mat", "where", "did", "it", "?", ".", "dog", "ran", "far", "away", "eu", "peter", "paris"]
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("model")
-    (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=64, type_vocab_size=2)
-    config.to_json_file(str(root / "bert_config.json"))
-    import keras
-
-    keras.utils.set_random_seed(0)  # the same "pretrained" weights on every run
-    save_google_checkpoint(BertEncoder.from_bert_config(config), str(root / "bert_model.ckpt"))
-    return root
-
-
-def _options(model_dir, output_dir, **overrides):
-    values = dict(bert_config_file=str(model_dir / "bert_config.json"), vocab_file=str(model_dir / "vocab.txt"),
-                  output_dir=str(output_dir), init_checkpoint=str(model_dir / "bert_model.ckpt"), max_seq_length=16,
-                  train_batch_size=4, eval_batch_size=3, predict_batch_size=3, learning_rate=1e-3,
-                  num_train_epochs=4.0, save_checkpoints_steps=1000, iterations_per_loop=10)
-    values.update(overrides)
-    return FineTuningOptions(**values)
-
-
-def _mrpc(tmp_path):
-    rng = np.random.default_rng(0)
-    rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
-    for i in range(24):
-        label = i % 2
-        words = ["good", "great", "fine"] if label else ["bad", "awful", "poor"]
-        rows.append(f"{label}\t{i}\t{i}\tthe movie was {rng.choice(words)}\tthe film is {rng.choice(words)}")
-    data = tmp_path / "mrpc"
-    data.mkdir()
-    (data / "train.tsv").write_text("\n".join(rows) + "\n")
-    (data / "dev.tsv").write_text("\n".join(rows[:10]) + "\n")
-    (data / "test.tsv").write_text("\n".join(["index\t#1 ID\t#2 ID\t#1 String\t#2 String"] +
-                                             [f"{i}\t1\t2\tthe plot was good\tthe movie is bad" for i in range(4)]) + "\n")
-    return data
-
+from tests.finetuning_fixtures import VOCAB, _mrpc, _options
 
 def test_run_classifier_files_and_keys(model_dir, tmp_path):
-    from keras_bert_impl.classifier_runner import run_classifier
+    from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
     data = _mrpc(tmp_path)
     out = tmp_path / "out"
     logs = []
-    results = run_classifier(_options(model_dir, out, do_train=True, do_eval=True, do_predict=True, num_train_epochs=10.0,
-                                      learning_rate=1e-2),
-                             ClassificationProcessor.for_task("MRPC", str(data)), "MRPC", log=logs.append)
+    run = run_classifier(_options(model_dir, out, do_train=True, do_eval=True, do_predict=True, num_train_epochs=10.0,
+                                  learning_rate=1e-2),
+                         "MRPC", str(data), ClassificationProcessor.for_task("MRPC", str(data)), log=logs.append)
+    results = run.eval
+    assert run.train.final_step == 60 and len(run.train.history) == 6  # iterations_per_loop 10
     keys = [line.split(" = ")[0] for line in (out / "eval_results.txt").read_text().splitlines()]
     assert keys == ["eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"]
     assert results["global_step"] == 60 and results["eval_accuracy"] >= 0.8  # an easy, learnable task
@@ -78,24 +34,26 @@ def test_run_classifier_files_and_keys(model_dir, tmp_path):
 
 
 def test_runner_checks_vocab_size_and_casing(model_dir, tmp_path):
-    from keras_bert_impl.classifier_runner import run_classifier
+    from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
     (tmp_path / "short_vocab.txt").write_text("\n".join(VOCAB[:-1]) + "\n")
     processor = ClassificationProcessor.for_task("MRPC", str(_mrpc(tmp_path)))
     with pytest.raises(ValueError, match="short_vocab.txt: has 33 tokens but .* says vocab_size=34"):
         run_classifier(_options(model_dir, tmp_path / "o", vocab_file=str(tmp_path / "short_vocab.txt"), do_train=True),
-                       processor, "MRPC")
+                       "MRPC", processor.data_dir, processor)
     with pytest.raises(ValueError, match="pass --do_lower_case=True"):
         run_classifier(_options(model_dir, tmp_path / "o", do_lower_case=False, do_train=True,
-                                init_checkpoint="/m/uncased_L-12_H-768_A-12/bert_model.ckpt"), processor, "MRPC")
+                                init_checkpoint="/m/uncased_L-12_H-768_A-12/bert_model.ckpt"), "MRPC",
+                       processor.data_dir, processor)
 
 
 def test_run_classifier_command_line(model_dir, tmp_path):
     data = _mrpc(tmp_path)
     args = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), "--task_name=MRPC", f"--data_dir={data}",
             f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/bert_config.json",
-            f"--output_dir={tmp_path}/cli", "--do_eval", "--max_seq_length=16", "--eval_batch_size=5"]
+            f"--output_dir={tmp_path}/cli", "--do_eval", "--max_seq_length=16", "--eval_batch_size=5",
+            f"--init_checkpoint={model_dir}/bert_model.ckpt"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -118,14 +76,14 @@ def _squad_file(tmp_path):
 
 
 def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
-    from keras_bert_impl.squad_runner import run_squad
+    from keras_bert_impl.runners.run_squad import run_squad
 
     path = _squad_file(tmp_path)
     out = tmp_path / "squad_out"
     options = _options(model_dir, out, max_seq_length=24, do_train=True, do_predict=True, num_train_epochs=30.0,
                        train_batch_size=3, learning_rate=3e-3)
     evaluation = run_squad(options, str(path), str(path), version_2_with_negative=True, doc_stride=8,
-                           max_query_length=8, n_best_size=5, max_answer_length=6)
+                           max_query_length=8, n_best_size=5, max_answer_length=6).eval
     predictions = json.loads((out / "predictions.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     null_odds = json.loads((out / "null_odds.json").read_text())
@@ -151,7 +109,7 @@ def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
     from official.nlp.data import squad_lib
     from official.nlp.tools import tokenization as google
 
-    from keras_bert_impl.squad_postprocess import NO_CANDIDATE_NULL_ODDS, compute_predictions
+    from keras_bert_impl.evaluation.squad_postprocess import NO_CANDIDATE_NULL_ODDS, compute_predictions
     from tfrecord_tools.squad_data import convert_examples_to_features, read_squad_examples
     from tfrecord_tools.tokenization import FullTokenizer
 
@@ -202,10 +160,11 @@ def _conll(tmp_path):
 
 
 def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
-    from keras_bert_impl.ner_runner import run_ner
+    from keras_bert_impl.runners.run_ner import run_ner
 
     out = tmp_path / "ner"
-    results = run_ner(_options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=40.0), str(_conll(tmp_path)))
+    results = run_ner(_options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=40.0),
+                      str(_conll(tmp_path))).eval
     keys = [line.split(" = ")[0] for line in (out / "eval_results.txt").read_text().splitlines()]
     assert keys == ["eval_f1", "eval_precision", "eval_recall", "global_step"]
     assert results["eval_f1"] > 0.9  # memorised
@@ -214,7 +173,7 @@ def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
 
 
 def test_run_swag_accuracy(model_dir, tmp_path):
-    from keras_bert_impl.swag_runner import run_swag
+    from keras_bert_impl.runners.run_swag import run_swag
 
     header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
     rows = ["v,{i},x,the cat sat,the cat,gold,sat on the mat .,ran far away .,is a film .,was awful .,0",
@@ -226,7 +185,7 @@ def test_run_swag_accuracy(model_dir, tmp_path):
     out = tmp_path / "swag_out"
     results = run_swag(_options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=30.0, max_seq_length=12,
                                 learning_rate=1e-2),
-                       str(data))
+                       str(data)).eval
     assert (out / "eval_results.txt").read_text().startswith("eval_accuracy = ")
     assert results["eval_accuracy"] == 1.0
 
@@ -248,7 +207,7 @@ def test_extract_features_google_format(model_dir, tmp_path):
     assert len(first["layers"][0]["values"]) == 32
     assert all(v == round(v, 6) for v in first["layers"][0]["values"])
     # The values are the encoder's: recompute layer -1 of "the dog" in-process.
-    from keras_bert_impl.google_checkpoint import load_google_checkpoint
+    from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
 
     encoder = BertEncoder.from_bert_config(str(model_dir / "bert_config.json"))
     load_google_checkpoint(encoder, str(model_dir / "bert_model.ckpt"))

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.bert_encoder import BertEncoder
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.errors import CheckpointMismatchError
-from keras_bert_impl.google_checkpoint import (
+from keras_bert_impl.checkpoints.google_checkpoint import (
     assign_google_weights,
     google_weights,
     load_google_checkpoint,

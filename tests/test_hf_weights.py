@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.errors import BertConfigError, CheckpointMismatchError
-from keras_bert_impl.hf_weights import hf_config_to_bert_config, hf_to_google_names, load_hf_directory, read_safetensors
+from keras_bert_impl.checkpoints.hf_weights import hf_config_to_bert_config, hf_to_google_names, load_hf_directory, read_safetensors
 from tests.conftest import TINY_CONFIG, minilm_directory
 
 

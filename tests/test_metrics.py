@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert_impl import conlleval, metrics
-from keras_bert_impl.squad_eval import evaluate_v1, evaluate_v2
+from keras_bert_impl.evaluation import conlleval, metrics
+from keras_bert_impl.evaluation.squad_eval import evaluate_v1, evaluate_v2
 from tests.conftest import REPO_ROOT, SHARED_DATA
 
 
@@ -88,7 +88,7 @@ def test_squad_v2_evaluation_equals_official_script(tmp_path):
     (tmp_path / "data.json").write_text(json.dumps({"data": data}))
     (tmp_path / "pred.json").write_text(json.dumps(predictions))
     (tmp_path / "odds.json").write_text(json.dumps(odds))
-    run = subprocess.run([sys.executable, "-m", "keras_bert_impl.squad_eval", str(tmp_path / "data.json"),
+    run = subprocess.run([sys.executable, "-m", "keras_bert_cli.squad_eval", str(tmp_path / "data.json"),
                           str(tmp_path / "pred.json"), "--na-prob-file", str(tmp_path / "odds.json")],
                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
     printed = json.loads(run.stdout)

@@ -4,10 +4,10 @@ must not change the maths (gradient accumulation) or must run (XLA, mixed precis
 import numpy as np
 import pytest
 
-from keras_bert_impl.adam_weight_decay import AdamWeightDecay
-from keras_bert_impl.lamb import Lamb
-from keras_bert_impl.optimization import WarmupLinearDecay, create_optimizer
-from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
+from keras_bert_impl.training.adam_weight_decay import AdamWeightDecay
+from keras_bert_impl.training.lamb import Lamb
+from keras_bert_impl.training.optimization import WarmupLinearDecay, create_optimizer
+from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 from tests.pretraining_fixtures import make_pretraining_setup, pretraining_flags
 
 
@@ -127,10 +127,10 @@ def test_one_trainer_step_equals_a_plain_keras_step(setup, tmp_path):
     import keras
     import tensorflow as tf
 
-    from keras_bert_impl.bert_config import BertConfig
-    from keras_bert_impl.input_pipeline import make_tfrecord_dataset
-    from keras_bert_impl.pretraining_task import PretrainingTask
-    from keras_bert_impl.trainer import Trainer
+    from keras_bert_impl.models.bert_config import BertConfig
+    from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
+    from keras_bert_impl.tasks.pretraining import PretrainingTask
+    from keras_bert_impl.training.trainer import Trainer
 
     config = BertConfig.from_json_file(setup["bert_config.json"])
     task = PretrainingTask(config, 24, 4)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.bert_encoder import BertEncoder
-from keras_bert_impl.google_checkpoint import write_google_checkpoint
-from keras_bert_impl.init_checkpoint import initialize_from_checkpoint
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
+from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
+from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
 from keras_bert_impl.models.bert_classifier import BertClassifier
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
-from keras_bert_impl.pretraining import PretrainingOptions, run_pretraining
+from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 from tests.conftest import REPO_ROOT
 from tests.google_weights_fixture import random_google_weights
 from tests.pretraining_fixtures import as_argv, make_pretraining_setup, pretraining_flags
@@ -44,9 +44,11 @@ def test_loss_falls_and_eval_results_have_google_keys(setup, tmp_path):
     flags = pretraining_flags(setup, str(tmp_path / "out"), num_train_steps=300, iterations_per_loop=50,
                               save_checkpoints_steps=150, num_warmup_steps=20, learning_rate=1e-2, train_batch_size=16,
                               do_eval=True, max_eval_steps=10)
-    results = run_pretraining(PretrainingOptions(**flags), log=logs.append)
-    losses = [float(line.split("loss=")[1].split()[0]) for line in logs if line.startswith("step ")]
-    assert len(losses) == 6 and losses[-1] < losses[0] - 1.0
+    run = run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    results = run.eval
+    losses = [loop["loss"] for loop in run.train.history]
+    assert [loop["step"] for loop in run.train.history] == [50, 100, 150, 200, 250, 300]
+    assert losses[-1] < losses[0] - 1.0 and run.train.final_step == 300
     text = (tmp_path / "out" / "eval_results.txt").read_text()
     keys = [line.split(" = ")[0] for line in text.splitlines()]
     assert keys == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.bert_encoder import BertEncoder
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_classifier import BertClassifier
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer

@@ -14,6 +14,10 @@ import numpy as np
 from tfrecord_tools import feature_specs
 
 
+# Bad rows are named one by one up to this many per file, then counted.
+MAX_WARNINGS = 5
+
+
 @dataclasses.dataclass(frozen=True)
 class InputExample:
     guid: str
@@ -86,6 +90,7 @@ class ClassificationProcessor:
         self.delimiter = delimiter
         self.warn = warn
         self.skipped = 0
+        self._warned = 0
 
     @classmethod
     def for_task(cls, task_name, data_dir, **kwargs):
@@ -153,11 +158,16 @@ class ClassificationProcessor:
                         continue
                 text_b = row[column_format.text_b] if column_format.text_b is not None else None
                 examples.append(InputExample(f"{split}-{line_number}", row[column_format.text_a], text_b, label))
+        if self._warned > MAX_WARNINGS:
+            self.warn(f"{path}: {self._warned} rows skipped in all (the first {MAX_WARNINGS} shown)")
+        self._warned = 0
         return examples
 
     def _skip(self, path, line_number, reason):
         self.skipped += 1
-        self.warn(f"{path}:{line_number}: skipped, {reason}")
+        self._warned += 1
+        if self._warned <= MAX_WARNINGS:
+            self.warn(f"{path}:{line_number}: skipped, {reason}")
 
 
 def truncate_pair_from_end(tokens_a, tokens_b, max_length):

@@ -1,7 +1,6 @@
 """Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and schema.
 
-    python tfrecord_tools/create_pretraining_data.py --input_file=corpus/*.txt \
-        --output_file=out/train.tfrecord --vocab_file=vocab.txt --num_workers=8
+The flags and the work: keras_bert_cli/create_pretraining_data.py (`python tfrecord_tools/create_pretraining_data.py --helpshort` lists the flags).
 """
 
 import os
@@ -10,61 +9,7 @@ import sys
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags, logging
-
-from tfrecord_tools.file_patterns import expand_file_patterns
-from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
-
-FLAGS = flags.FLAGS
-flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files / globs).")
-flags.DEFINE_string("output_file", None, "Output TF example file (or comma-separated list of files).")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
-flags.DEFINE_bool("do_whole_word_mask", False, "Whether to use whole word masking rather than per-WordPiece masking.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-flags.DEFINE_integer("dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than the maximum length.")
-flags.DEFINE_integer("num_workers", 1, "Processes working on units of documents in parallel; output is identical for any value.")
-flags.DEFINE_integer("documents_per_unit", 256, "Documents per unit: the memory bound, and the pool random-next segments come from.")
-flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-
-
-def main(_):
-    try:
-        inputs = expand_file_patterns(FLAGS.input_file)
-        if not os.path.isfile(FLAGS.vocab_file):
-            raise FileNotFoundError(f"{FLAGS.vocab_file}: no such file; pass --vocab_file=PATH/vocab.txt")
-        for name, value, low in (("max_seq_length", FLAGS.max_seq_length, 5), ("dupe_factor", FLAGS.dupe_factor, 1),
-                                 ("max_predictions_per_seq", FLAGS.max_predictions_per_seq, 1),
-                                 ("num_workers", FLAGS.num_workers, 1), ("documents_per_unit", FLAGS.documents_per_unit, 1)):
-            if value < low:
-                raise ValueError(f"--{name}={value}: must be at least {low}")
-        options = PretrainingDataOptions(
-            vocab_file=FLAGS.vocab_file,
-            do_lower_case=FLAGS.do_lower_case,
-            do_whole_word_mask=FLAGS.do_whole_word_mask,
-            max_seq_length=FLAGS.max_seq_length,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            random_seed=FLAGS.random_seed,
-            dupe_factor=FLAGS.dupe_factor,
-            masked_lm_prob=FLAGS.masked_lm_prob,
-            short_seq_prob=FLAGS.short_seq_prob,
-            num_workers=FLAGS.num_workers,
-            documents_per_unit=FLAGS.documents_per_unit,
-        )
-        outputs = [path.strip() for path in FLAGS.output_file.split(",") if path.strip()]
-        logging.info("reading %d input file(s), writing %d output file(s)", len(inputs), len(outputs))
-        summary = create_pretraining_data(inputs, outputs, options, log=logging.info)
-    except (FileNotFoundError, ValueError) as error:
-        sys.exit(f"create_pretraining_data: error: {error}")
-    for line in summary.lines():
-        logging.info(line)
-    for path in outputs:
-        logging.info("wrote %s", path)
-
+from keras_bert_cli.create_pretraining_data import console_main  # noqa: E402
 
 if __name__ == "__main__":
-    app.run(main)
+    console_main()

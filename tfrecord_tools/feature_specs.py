@@ -4,10 +4,10 @@ Names are Google's (`input_ids`, `input_mask`, `segment_ids`, `masked_lm_positio
 readers also accept tf-models-official's `input_word_ids` / `input_type_ids`.
 """
 
-import os
-
 import numpy as np
 import tensorflow as tf
+
+from tfrecord_tools.files import atomic_outputs
 
 # tf-models-official name -> Google name.
 MODEL_GARDEN_ALIASES = {"input_word_ids": "input_ids", "input_type_ids": "segment_ids"}
@@ -19,6 +19,11 @@ def _ints(length):
 
 def _floats(length):
     return tf.io.FixedLenFeature([length], tf.float32)
+
+
+def input_spec(max_seq_length):
+    """The model inputs alone (what every task's records hold)."""
+    return {"input_ids": _ints(max_seq_length), "input_mask": _ints(max_seq_length), "segment_ids": _ints(max_seq_length)}
 
 
 def pretraining_spec(max_seq_length, max_predictions_per_seq):
@@ -217,16 +222,59 @@ def examples_to_bytes(features, spec):
 
 def write_tfrecord(records, output_file):
     """Writes serialized records under a temporary name, renamed when complete; returns the count."""
-    os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
-    temporary = f"{output_file}.tmp-{os.getpid()}"
     count = 0
-    try:
+    with atomic_outputs([output_file]) as (temporary,):
         with tf.io.TFRecordWriter(temporary) as writer:
             for record in records:
                 writer.write(record)
                 count += 1
-        os.replace(temporary, output_file)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
     return count
+
+
+def read_tfrecord(paths, spec, batch_size=1024):
+    """Every record of `paths` (in order) parsed by `spec`, as {name: [N, length] numpy array}."""
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    parse = parse_fn(spec, detect_feature_names(paths[0]))
+    parts = [{name: value.numpy() for name, value in parse(batch).items()}
+             for batch in tf.data.TFRecordDataset(paths).batch(batch_size)]
+    if not parts:
+        return {name: np.zeros((0, feature.shape[0]), feature.dtype.as_numpy_dtype) for name, feature in spec.items()}
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+# Which flag sets each feature's length, for the error when records and flags disagree.
+LENGTH_FLAGS = {"input_ids": "--max_seq_length", "input_mask": "--max_seq_length", "segment_ids": "--max_seq_length",
+                "label_ids": "--max_seq_length", "label_weights": "--max_seq_length",
+                "masked_lm_positions": "--max_predictions_per_seq", "masked_lm_ids": "--max_predictions_per_seq",
+                "masked_lm_weights": "--max_predictions_per_seq"}
+
+
+def check_records_match(path, spec, what="records"):
+    """Before training: the first record of `path` has every feature of `spec`, at its length.
+    Raises ValueError naming the file, the feature, both lengths and the flag to change."""
+    try:
+        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    except tf.errors.OpError as error:
+        raise ValueError(f"{path}: not a TFRecord file ({error.message.splitlines()[0]}); recreate it") from None
+    if first is None:
+        raise ValueError(f"{path}: holds no records; recreate it from non-empty input")
+    try:
+        features = tf.train.Example.FromString(first.numpy()).features.feature
+    except Exception as error:  # noqa: BLE001 -- any parse failure means the same thing
+        raise ValueError(f"{path}: its records are not tf.train.Examples ({error}); recreate it") from None
+    names = set(features)
+    missing = [name for name in spec if name not in names and not any(
+        alias in names for alias, google in MODEL_GARDEN_ALIASES.items() if google == name)]
+    if missing:
+        raise ValueError(f"{path}: {what} lack feature(s) {', '.join(missing)} (they hold {', '.join(sorted(names))}); "
+                         "is this the right kind of TFRecord?")
+    for name, feature_spec in spec.items():
+        stored = features[name] if name in names else next(
+            features[alias] for alias, google in MODEL_GARDEN_ALIASES.items() if google == name and alias in names)
+        kind = stored.WhichOneof("kind")
+        count = len(getattr(stored, kind).value) if kind else 0
+        wanted = feature_spec.shape[0]
+        if count != wanted:
+            flag = LENGTH_FLAGS.get(name, "the length flags")
+            raise ValueError(f"{path}: {name} holds {count} values per record but the flags ask for {wanted}; "
+                             f"set {flag} to what the data was made with (or recreate the data)")

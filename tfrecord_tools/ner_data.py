@@ -5,12 +5,19 @@ The paper's NER set-up: each word is WordPiece-tokenized, its label goes on its 
 """
 
 import dataclasses
+import json
 
 import numpy as np
 
 from tfrecord_tools import feature_specs
+from tfrecord_tools.files import atomic_output
+
+SENTENCES_SUFFIX = ".sentences.jsonl"
 
 # CoNLL-2003's tags (IOB1 as in the original files, plus the B- tags it uses at entity boundaries).
+# Bad lines are named one by one up to this many per file, then counted.
+MAX_WARNINGS = 5
+
 CONLL_LABELS = ("O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
 
 
@@ -28,6 +35,7 @@ class ConllReader:
         self.labels = list(labels)
         self.warn = warn
         self.skipped = 0
+        self._warned = 0
 
     def read(self, path):
         sentences, words, tags = [], [], []
@@ -43,19 +51,28 @@ class ConllReader:
                     words, tags = [], []
                     continue
                 if len(parts) < 2:
-                    self.warn(f"{path}:{line_number}: a line needs a word and a tag; sentence skipped")
+                    self._warn(f"{path}:{line_number}: a line needs a word and a tag; sentence skipped")
                     words, tags = None, None
                     continue
                 if words is None:
                     continue
                 if parts[-1] not in self.labels:
-                    self.warn(f"{path}:{line_number}: tag {parts[-1]!r} is not one of {', '.join(self.labels)}; sentence skipped")
+                    self._warn(f"{path}:{line_number}: tag {parts[-1]!r} is not one of {', '.join(self.labels)}; "
+                               "sentence skipped")
                     words, tags = None, None
                     continue
                 words.append(parts[0])
                 tags.append(parts[-1])
         self._finish(sentences, words, tags)
+        if self._warned > MAX_WARNINGS:
+            self.warn(f"{path}: {self._warned} sentences skipped in all (the first {MAX_WARNINGS} shown)")
+        self._warned = 0
         return sentences
+
+    def _warn(self, message):
+        self._warned += 1
+        if self._warned <= MAX_WARNINGS:
+            self.warn(message)
 
     def _finish(self, sentences, words, tags):
         if words is None:
@@ -100,6 +117,17 @@ def sentences_to_features(sentences, labels, max_seq_length, tokenizer):
 
 
 def write_ner_tfrecord(sentences, labels, max_seq_length, tokenizer, output_file):
+    """The TFRecord and its `.sentences.jsonl` sidecar (each sentence's words and gold tags, which
+    conlleval needs and the records lose where a sentence is cut). Returns (count, words kept)."""
     features, kept_words = sentences_to_features(sentences, labels, max_seq_length, tokenizer)
     records = feature_specs.examples_to_bytes(features, feature_specs.tagging_spec(max_seq_length))
+    with atomic_output(output_file + SENTENCES_SUFFIX) as writer:
+        for sentence in sentences:
+            writer.write(json.dumps({"words": sentence.words, "labels": sentence.labels}) + "\n")
     return feature_specs.write_tfrecord(records, output_file), kept_words
+
+
+def read_sentences(path):
+    """The sentences of a `.sentences.jsonl` sidecar."""
+    with open(path, encoding="utf-8") as reader:
+        return [NerSentence(**json.loads(line)) for line in reader if line.strip()]

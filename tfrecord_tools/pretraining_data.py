@@ -16,7 +16,7 @@ import time
 
 
 from tfrecord_tools import feature_specs
-from tfrecord_tools.file_patterns import format_seconds
+from tfrecord_tools.progress import format_seconds
 from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker
 
 

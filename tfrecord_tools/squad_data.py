@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from tfrecord_tools import feature_specs
-from tfrecord_tools.atomic_output import atomic_output
+from tfrecord_tools.files import atomic_output
 
 FIRST_UNIQUE_ID = 1000000000
 
@@ -226,13 +226,32 @@ def features_to_arrays(features, is_training):
     return arrays
 
 
+FEATURES_SUFFIX = ".features.jsonl"
+
+
+def read_features_sidecar(path):
+    """The prediction windows of a `.features.jsonl` sidecar, as `SquadFeature`s (no ids)."""
+    features = []
+    with open(path, encoding="utf-8") as reader:
+        for line in reader:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            features.append(SquadFeature(
+                unique_id=row["unique_id"], example_index=row["example_index"], doc_span_index=row["doc_span_index"],
+                tokens=row["tokens"], token_to_orig_map={int(k): v for k, v in row["token_to_orig_map"].items()},
+                token_is_max_context={int(k): v for k, v in row["token_is_max_context"].items()},
+                input_ids=None, input_mask=None, segment_ids=None))
+    return features
+
+
 def write_squad_tfrecord(features, max_seq_length, is_training, output_file):
     """Writes run_squad.py's TFRecord; for prediction also `OUTPUT.features.jsonl`, the windows'
     tokens and maps that turn logits back into answer text. Returns the record count."""
     spec = feature_specs.squad_spec(max_seq_length, is_training)
     records = feature_specs.examples_to_bytes(features_to_arrays(features, is_training), spec) if features else []
     if not is_training:
-        sidecar = output_file + ".features.jsonl"
+        sidecar = output_file + FEATURES_SUFFIX
         with atomic_output(sidecar) as writer:
             for f in features:
                 writer.write(json.dumps({

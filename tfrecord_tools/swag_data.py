@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from tfrecord_tools import feature_specs
-from tfrecord_tools.classification_data import pack_pairs
+from tfrecord_tools.classification_data import MAX_WARNINGS, pack_pairs
 
 NUM_CHOICES = 4
 _COLUMNS = ("sent1", "sent2", "ending0", "ending1", "ending2", "ending3")
@@ -31,6 +31,7 @@ class SwagReader:
     def __init__(self, warn=print):
         self.warn = warn
         self.skipped = 0
+        self._warned = 0
 
     def read(self, path):
         examples = []
@@ -57,11 +58,16 @@ class SwagReader:
                     label = None
                 endings = [f"{row['sent2']} {row[f'ending{i}']}" for i in range(NUM_CHOICES)]
                 examples.append(SwagExample(row.get("fold-ind", str(line_number)), row["sent1"], endings, label))
+        if self._warned > MAX_WARNINGS:
+            self.warn(f"{path}: {self._warned} rows skipped in all (the first {MAX_WARNINGS} shown)")
+        self._warned = 0
         return examples
 
     def _skip(self, path, line_number, reason):
         self.skipped += 1
-        self.warn(f"{path}:{line_number}: skipped, {reason}")
+        self._warned += 1
+        if self._warned <= MAX_WARNINGS:
+            self.warn(f"{path}:{line_number}: skipped, {reason}")
 
 
 def examples_to_features(examples, max_seq_length, tokenizer):

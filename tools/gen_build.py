@@ -2,34 +2,32 @@
 
     .venv/bin/python tools/gen_build.py     (make bazel-test and make lint check it is current)
 
-One py_library per library module (plus one per package __init__), one py_binary per runner,
-script and benchmark, one py_test per test module (through tests/pytest_runner.py).
+One py_library per library module (plus one per package __init__), named by its path
+(`keras_bert_impl/tasks/base`); one py_binary per runner, script and benchmark, named by its file
+(`run_classifier`); one py_test per test module (through tests/pytest_runner.py).
 """
+
+import re
 
 import ast
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIBRARY_DIRS = ("keras_bert_impl", "tfrecord_tools")
-BINARIES = ["run_pretraining.py", "run_classifier.py", "run_squad.py", "run_ner.py", "run_swag.py", "extract_features.py",
-            "export_saved_model.py", "convert_hf_checkpoint.py", "tfrecord_tools/create_pretraining_data.py",
-            "tfrecord_tools/create_finetuning_data.py", "tfrecord_tools/build_vocab.py", "demo/encode_sentences.py",
-            "demo/classify_with_saved_model.py", "bench/create_pretraining_data_bench.py", "bench/pretraining_bench.py",
-            "bench/finetune_acceptance.py", "bench/serving_bench.py", "bench/squad_model_garden_peer.py",
-            "bench/squad_v2_report.py"]
+LIBRARY_DIRS = ("keras_bert_impl", "tfrecord_tools", "keras_bert_cli")
+TOOLS = ["run_pretraining.py", "run_classifier.py", "run_squad.py", "run_ner.py", "run_swag.py", "extract_features.py",
+         "export_saved_model.py", "convert_hf_checkpoint.py", "tfrecord_tools/create_pretraining_data.py",
+         "tfrecord_tools/create_finetuning_data.py", "tfrecord_tools/build_vocab.py"]
+BINARIES = TOOLS + sorted(f"demo/{f}" for f in os.listdir(os.path.join(ROOT, "demo")) if f.endswith(".py")) + sorted(
+    f"bench/{f}" for f in os.listdir(os.path.join(ROOT, "bench")) if f.endswith(".py"))
 # Test modules that take longer than a minute on 2 cores, and those needing real data only.
 LARGE_TESTS = {"test_run_pretraining", "test_export", "test_finetuning_runners", "test_pretraining_data"}
 MANUAL_TESTS = {"test_acceptance"}
 
 
 def target_name(path):
-    path = path[:-3]
-    if path.endswith("/__init__"):
-        return path[: -len("/__init__")].replace("/", "_") + "_package"
-    if path.startswith("tests/"):
-        return path.split("/")[-1] + ("_lib" if path.split("/")[-1].startswith("test_") else "")
-    return path.split("/")[-1]
+    """A library's target: its path without `.py` (Bazel names may hold slashes)."""
+    return path[:-3]
 
 
 def module_path(module):
@@ -98,7 +96,7 @@ def main():
     for directory in LIBRARY_DIRS:
         for folder, _, files in sorted(os.walk(os.path.join(ROOT, directory))):
             libraries += sorted(os.path.relpath(os.path.join(folder, f), ROOT) for f in files if f.endswith(".py"))
-    libraries = [p for p in libraries if p not in BINARIES] + ["runner_flags.py"]
+    libraries = [p for p in libraries if p not in BINARIES]
     helpers = sorted(f"tests/{f}" for f in os.listdir(os.path.join(ROOT, "tests"))
                      if f.endswith(".py") and not f.startswith("test_") and f != "pytest_runner.py")
     tests = sorted(f"tests/{f}" for f in os.listdir(os.path.join(ROOT, "tests")) if f.startswith("test_") and f.endswith(".py"))
@@ -128,6 +126,8 @@ def main():
         source = open(os.path.join(ROOT, path), encoding="utf-8").read()
         scripts = [b for b in BINARIES if f'"{os.path.basename(b)}"' in source or f'"{b.split("/")[0]}", "{os.path.basename(b)}"' in source]
         deps += [target_name(h) for h in helpers if f'"{os.path.basename(h)}"' in source]
+        # Modules a test runs with `python -m`.
+        deps += [target_name(module_path(m)) for m in re.findall(r'"-m", "([\w.]+)"', source) if module_path(m)]
         if scripts:
             extra.append("data = [" + ", ".join(f'"{s}"' for s in scripts) + "]")
             deps += [target_name(d) for s in scripts for d in local_imports(s)]

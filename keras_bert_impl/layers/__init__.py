@@ -1,1 +1,6 @@
-"""Building blocks of BERT: embeddings, attention, transformer block, pooler, heads."""
+"""Layers: the building blocks of BERT (embeddings, self-attention, transformer block, pooler,
+masked-LM head, activations).
+
+Each layer stores its `__init__` arguments and returns them from `get_config()`. Imports only
+Keras and TensorFlow: never the encoder, the models or anything above them.
+"""

@@ -1,1 +1,6 @@
-"""Task models built around a given `BertEncoder`."""
+"""Models: `BertConfig` (Google's bert_config.json), `BertEncoder`, and the task models
+(`BertPretrainer`, `BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier`,
+`BertMultipleChoice`), each built around a given encoder instance.
+
+May import `layers` and `errors`; never checkpoints, tasks, training, serving or runners.
+"""

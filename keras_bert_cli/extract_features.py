@@ -1,0 +1,43 @@
+"""Extracts pre-computed feature vectors from BERT (Google's extract_features.py flags and output).
+
+    python extract_features.py --input_file=input.txt --output_file=output.jsonl --vocab_file=vocab.txt \
+        --bert_config_file=bert_config.json --init_checkpoint=bert_model.ckpt --layers=-1,-2,-3,-4 \
+        --max_seq_length=128 --batch_size=8
+"""
+
+from absl import flags
+
+from keras_bert_cli import app
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input_file", None, "One example per line; `text_a ||| text_b` for a pair.")
+flags.DEFINE_string("output_file", None, "JSON lines: one object per input line.")
+flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to output (negative from the last).")
+flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
+flags.DEFINE_integer("max_seq_length", 128, "The maximum total input sequence length after WordPiece tokenization.")
+flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: Google's TF1 bert_model.ckpt or one of ours.")
+flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
+flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+flags.DEFINE_bool("allow_random_weights", False, "Extract even without --init_checkpoint (random weights).")
+flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility; extraction runs on the local device.")
+flags.DEFINE_string("master", None, "Accepted for compatibility.")
+flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility.")
+flags.DEFINE_bool("use_one_hot_embeddings", False, "Accepted for compatibility.")
+flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "bert_config_file"])
+
+
+def main(_):
+    from keras_bert_impl.runners.extract_features import run_extract_features
+
+    run_extract_features(FLAGS.input_file, FLAGS.output_file, FLAGS.bert_config_file, FLAGS.vocab_file,
+                         FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length, FLAGS.do_lower_case,
+                         FLAGS.batch_size, FLAGS.allow_random_weights, log=app.Log())
+
+
+def console_main():
+    app.run(main, "extract_features")
+
+
+if __name__ == "__main__":
+    console_main()

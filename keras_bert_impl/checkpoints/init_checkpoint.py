@@ -1,0 +1,100 @@
+"""`initialize_from_checkpoint`: a model's starting weights from Google's TF1 checkpoint or ours.
+
+Ours (object-based, written by `Trainer`) are read into a throwaway pretrainer of the same config
+and handed over by Google's names, so the one name table decides what goes where for every task
+model: the encoder always, heads where both models have them.
+"""
+
+import re
+
+import tensorflow as tf
+
+from keras_bert_impl.models.bert_encoder import BertEncoder
+from keras_bert_impl.errors import CheckpointMismatchError
+from keras_bert_impl.checkpoints.google_checkpoint import (
+    LoadReport,
+    assign_google_weights,
+    google_weights,
+    load_google_checkpoint,
+    resolve_checkpoint_prefix,
+)
+from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+
+
+# (config key, checkpoint name pattern of a weight whose shape gives it, which dimension).
+_IMPLIED = (
+    ("vocab_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings/)", 0),
+    ("hidden_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings/)", 1),
+    ("max_position_embeddings", r"(^bert/embeddings/position_embeddings$|position_embeddings/_embeddings/)", 0),
+    ("type_vocab_size", r"(^bert/embeddings/token_type_embeddings$|token_type_embeddings/_embeddings/)", 0),
+    ("intermediate_size", r"(^bert/encoder/layer_0/intermediate/dense/kernel$|/intermediate/_kernel/)", 1),
+)
+_LAYER = re.compile(r"(^bert/encoder/layer_(\d+)/attention/self/query/kernel$|/_operations/(\d+)/self_attention/query/_kernel/)")
+
+
+def implied_config(shapes):
+    """The config values a checkpoint's weight shapes imply ({key: value}, where it can tell)."""
+    implied = {}
+    for key, pattern, dimension in _IMPLIED:
+        for name, shape in shapes.items():
+            if re.search(pattern, name) and len(shape) > dimension:
+                implied[key] = int(shape[dimension])
+                break
+    layers = {match.group(2) or match.group(3) for match in map(_LAYER.search, shapes) if match}
+    if layers:
+        implied["num_hidden_layers"] = len(layers)
+    return implied
+
+
+def check_init_checkpoint(path, config, config_file="bert_config.json"):
+    """Before any heavy work: `path` holds a checkpoint, and its shapes fit `config`. Raises
+    FileNotFoundError or CheckpointMismatchError with one line: what differs, and the fix."""
+    prefix = resolve_checkpoint_prefix(path)
+    try:
+        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    except (tf.errors.OpError, ValueError) as error:
+        message = getattr(error, "message", str(error)).strip().splitlines()[0]
+        raise CheckpointMismatchError(f"{prefix}: not a readable checkpoint ({message}); check --init_checkpoint") from None
+    implied = implied_config(shapes)
+    if "vocab_size" not in implied:
+        raise CheckpointMismatchError(f"{prefix}: holds no BERT embeddings ({len(shapes)} other variables); "
+                                      "pass a BERT checkpoint as --init_checkpoint")
+    differ = {key: value for key, value in implied.items() if getattr(config, key) != value}
+    if differ:
+        ours = ", ".join(f"{key}={getattr(config, key)}" for key in differ)
+        theirs = ", ".join(f"{key}={value}" for key, value in differ.items())
+        raise CheckpointMismatchError(f"{prefix}: does not fit {config_file} (the checkpoint has {theirs}; the config "
+                                      f"says {ours}); use the bert_config.json the checkpoint was trained with")
+
+
+def is_object_based(prefix):
+    return "_CHECKPOINTABLE_OBJECT_GRAPH" in tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+
+
+def initialize_from_checkpoint(model, path):
+    """Loads `path` (prefix or directory) into `model`; returns the `LoadReport`."""
+    prefix = resolve_checkpoint_prefix(path)
+    if not is_object_based(prefix):
+        return load_google_checkpoint(model, prefix)
+    # A checkpoint of this very kind of model (a fine-tuned classifier for its export): all of it.
+    status = tf.train.Checkpoint(model=model).restore(prefix)
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+        return LoadReport(loaded=[v.path for v in model.weights], initialized=[], unused=[])
+    except (AssertionError, ValueError):
+        pass
+    encoder = getattr(model, "encoder", model)
+    source = BertPretrainer(BertEncoder.from_bert_config(encoder.bert_config))
+    status = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=source.encoder)).restore(prefix)
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+    except AssertionError as error:
+        raise CheckpointMismatchError(
+            f"{prefix}: does not hold this BERT model's weights ({str(error).splitlines()[0]}); "
+            "use the bert_config.json it was trained with"
+        ) from None
+    except ValueError as error:
+        raise CheckpointMismatchError(f"{prefix}: {error}; use the bert_config.json it was trained with") from None
+    # Heads of the source (MLM/NSP) come too where the checkpoint has them.
+    tf.train.Checkpoint(model=source).restore(prefix).expect_partial()
+    return assign_google_weights(model, google_weights(source), source=prefix)

@@ -1,0 +1,100 @@
+"""`extract_features`: the paper's feature-based approach, Google's extract_features.py output.
+
+Each input line is one example, `text_a ||| text_b` for a pair; the output is one JSON object
+per line: `linex_index`, then for each token its `layers` (`index`, `values` rounded to 6
+decimals) from the requested encoder layers (-1 is the last)."""
+
+import collections
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from tfrecord_tools.classification_data import pack_pairs
+
+_PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+def read_lines(path):
+    """Google's reader: (text_a, text_b or None) per line, blank lines included as empty text."""
+    examples = []
+    with open(path, encoding="utf-8", errors="replace") as reader:
+        for line in reader:
+            line = line.strip()
+            match = _PAIR.match(line)
+            examples.append((match.group(1), match.group(2)) if match else (line, None))
+    return examples
+
+
+def extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length=128, batch_size=32):
+    """Yields Google's JSON objects (as OrderedDicts), one per example, in order."""
+    num_layers = encoder.bert_config.num_hidden_layers
+    for index in layer_indexes:
+        if not -num_layers <= index < num_layers:
+            raise ValueError(f"--layers: {index} is outside the model's {num_layers} layers")
+    ids_a = tokenizer.tokenize_to_ids([a for a, _ in examples])
+    ids_b = tokenizer.tokenize_to_ids([b or "" for _, b in examples])
+    ids_b = [ids if b is not None else None for ids, (_, b) in zip(ids_b, examples)]
+    features = pack_pairs(ids_a, ids_b, max_seq_length, tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"])
+    run = tf.function(lambda inputs: [encoder(inputs, training=False)["encoder_outputs"][i] for i in layer_indexes])
+    for start in range(0, len(examples), batch_size):
+        batch = {name: value[start : start + batch_size].astype(np.int32) for name, value in features.items()}
+        layers = [layer.numpy() for layer in run(batch)]
+        for row in range(len(batch["input_ids"])):
+            length = int(batch["input_mask"][row].sum())
+            tokens = tokenizer.convert_ids_to_tokens(batch["input_ids"][row][:length].tolist())
+            yield collections.OrderedDict(
+                linex_index=start + row,
+                features=[
+                    collections.OrderedDict(
+                        token=token,
+                        layers=[
+                            collections.OrderedDict(index=layer_index, values=[round(float(x), 6) for x in layer[row, position]])
+                            for layer_index, layer in zip(layer_indexes, layers)
+                        ],
+                    )
+                    for position, token in enumerate(tokens)
+                ],
+            )
+
+
+def run_extract_features(input_file, output_file, bert_config_file, vocab_file, init_checkpoint=None, layers="-1,-2,-3,-4",
+                         max_seq_length=128, do_lower_case=True, batch_size=32, allow_random_weights=False, log=print):
+    """extract_features.py: every check first, then one JSON line per input line, written atomically."""
+    import json  # noqa: PLC0415
+
+    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
+    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
+    from keras_bert_impl.models.bert_encoder import BertEncoder  # noqa: PLC0415
+    from tfrecord_tools.files import atomic_output, check_readable_file, check_writable  # noqa: PLC0415
+    from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
+
+    try:
+        layer_indexes = [int(x) for x in layers.split(",")]
+    except ValueError:
+        raise ValueError(f"--layers={layers}: expected a comma list of integers such as -1,-2,-3,-4") from None
+    check_readable_file(input_file, "--input_file", "text file")
+    check_readable_file(vocab_file, "--vocab_file", "vocab.txt")
+    check_writable(output_file, "--output_file")
+    config = BertConfig.from_json_file(bert_config_file)
+    config.check_max_seq_length(max_seq_length, bert_config_file)
+    validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
+    if init_checkpoint:
+        check_init_checkpoint(init_checkpoint, config, bert_config_file)
+    elif not allow_random_weights:
+        raise ValueError("no --init_checkpoint: the features would come from random weights; pass --init_checkpoint "
+                         "(or --allow_random_weights)")
+    tokenizer = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+    config.check_vocab_size(len(tokenizer.inv_vocab), vocab_file, bert_config_file)
+    examples = read_lines(input_file)
+    encoder = BertEncoder.from_bert_config(config)
+    for index in layer_indexes:  # before the work, not during it
+        if not -config.num_hidden_layers <= index < config.num_hidden_layers:
+            raise ValueError(f"--layers: {index} is outside the model's {config.num_hidden_layers} layers")
+    if init_checkpoint:
+        log(f"init_checkpoint {init_checkpoint}: {initialize_from_checkpoint(encoder, init_checkpoint).summary()}")
+    with atomic_output(output_file) as writer:
+        for record in extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length, batch_size):
+            writer.write(json.dumps(record) + "\n")
+    log(f"wrote {output_file}: {len(examples)} examples")
+    return len(examples)

@@ -1,0 +1,182 @@
+"""What every fine-tuning runner shares: options, checks, training, evaluation, prediction, export.
+
+`FineTuningRun` extends the shared `RunSetup` with the tokenizer and the fine-tuning checks; it
+trains and predicts from a fine-tuning data directory (`tfrecord_tools.finetuning_data`).
+`run_finetuning(run, task, data)` is the whole train / evaluate / predict / export flow for any
+`Task` whose metrics come from its outputs alone (classification, regression, multiple choice,
+or a task of your own); run_squad and run_ner add their post-processing around the same pieces.
+"""
+
+import dataclasses
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
+from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
+from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
+from tfrecord_tools import feature_specs
+from tfrecord_tools.files import atomic_output, check_readable_file, check_writable, exists
+
+
+@dataclasses.dataclass(kw_only=True)
+class FineTuningOptions(RunOptions):
+    """Google's run_classifier.py / run_squad.py flags beyond the shared ones."""
+
+    vocab_file: str
+    do_lower_case: bool = True
+    do_predict: bool = False
+    predict_batch_size: int = 8
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    export_dir: str = None
+    force: bool = False  # replace an existing --export_dir
+    allow_random_weights: bool = False  # evaluate / predict / export without any trained weights
+
+
+class FineTuningRun(RunSetup):
+    """The shared set-up plus the tokenizer, and the fine-tuning checks, all before heavy work."""
+
+    def __init__(self, options, log=print):
+        from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
+
+        if not (options.do_train or options.do_eval or options.do_predict):
+            raise ValueError("at least one of --do_train, --do_eval or --do_predict must be True")
+        check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
+        validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+        if options.export_dir:
+            check_writable(options.export_dir, "--export_dir", kind="replaced")
+            if exists(options.export_dir) and not options.force:
+                raise FileExistsError(f"{options.export_dir}: already exists; pass --force to replace it "
+                                      "(or choose another --export_dir)")
+        if options.num_train_epochs <= 0 and options.do_train:
+            raise ValueError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
+        super().__init__(options, log)
+        self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
+        self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
+
+    # ---- model --------------------------------------------------------------------------------
+
+    def num_train_steps(self, num_examples):
+        return max(1, int(num_examples / self.options.train_batch_size * self.options.num_train_epochs))
+
+    def build_for(self, task, num_train_examples=0):
+        """Model, optimizer (Google's schedule over the epochs) and trainer for `task`."""
+        steps = self.num_train_steps(num_train_examples) if self.options.do_train else 1
+        self.build(task, steps, int(steps * self.options.warmup_proportion))
+        return steps
+
+    def restore_for_inference(self):
+        """Without --do_train: the newest checkpoint of --output_dir, else --init_checkpoint's
+        weights; with neither, refuses (random weights) unless `allow_random_weights`."""
+        latest = self.trainer.restore_latest()
+        if latest:
+            self.log(f"restored {latest}")
+        elif not self.options.init_checkpoint:
+            if not self.options.allow_random_weights:
+                raise ValueError(f"{self.options.output_dir}: holds no checkpoint and no --init_checkpoint was given, "
+                                 "so the weights would be random; train first, pass --init_checkpoint, or "
+                                 "--allow_random_weights")
+            self.log_warning("no checkpoint in --output_dir and no --init_checkpoint: using random weights")
+
+    def log_warning(self, message):
+        warn = getattr(self.log, "warning", None)
+        (warn or self.log)(f"warning: {message}" if warn is None else message)
+
+    # ---- training and prediction ----------------------------------------------------------------
+
+    def train(self, path, num_train_steps, eval_schedule=None):
+        """Trains from the TFRecord at `path`; returns the `TrainResult`."""
+        options = self.options
+        spec = self.task.feature_spec(is_training=True)
+        feature_specs.check_records_match(path, spec, "training records")
+        dataset = make_tfrecord_dataset([path], spec, self.per_pipeline_batch(options.train_batch_size), True,
+                                        self.pipeline_id, self.num_pipelines, seed=options.random_seed)
+        self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
+        return self.trainer.train(dataset, num_train_steps, options.train_batch_size, eval_schedule=eval_schedule)
+
+    def read_features(self, path, is_training=False):
+        spec = self.task.feature_spec(is_training=is_training)
+        feature_specs.check_records_match(path, spec)
+        return feature_specs.read_tfrecord(path, spec)
+
+    def predict(self, features, batch_size):
+        """Model outputs for numpy `features`, as numpy arrays in input order."""
+        count = len(features["input_ids"])
+        # Whole batches only (static shapes, as TPUs need); the padding rows are dropped.
+        padded = math.ceil(count / batch_size) * batch_size
+        names = [name for name in features if name in ("input_ids", "input_mask", "segment_ids")]
+        inputs = {name: np.concatenate([features[name].astype(np.int32),
+                                        np.zeros((padded - count,) + features[name].shape[1:], np.int32)])
+                  for name in names}
+        step = tf.function(lambda batch: self.model(self.task.model_inputs(batch), training=False))
+        outputs = []
+        for batch in tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size):
+            outputs.append({name: value.numpy() for name, value in step(batch).items() if name != "encoder_outputs"})
+        if not outputs:
+            return {}
+        return {name: np.concatenate([output[name] for output in outputs])[:count] for name in outputs[0]}
+
+    def evaluator(self, features, evaluate):
+        """An `EvalSchedule` body: predicts `features` and hands the outputs to `evaluate`."""
+        return lambda: evaluate(self.predict(features, self.options.eval_batch_size), features)
+
+    def eval_schedule(self, features, evaluate):
+        if not (self.options.do_eval and self.options.eval_every_n_steps):
+            return None
+        return EvalSchedule(self.options.eval_every_n_steps, self.evaluator(features, evaluate))
+
+    def write_results(self, results, name="eval_results.txt"):
+        results = {**results, "global_step": self.trainer.global_step}
+        if self.trainer.is_chief:
+            write_eval_results(results, os.path.join(self.options.output_dir, name))
+        self.log("eval: " + ", ".join(f"{k} = {v:.4f}" if isinstance(v, float) else f"{k} = {v}"
+                                      for k, v in sorted(results.items())))
+        return results
+
+    def export(self, **export_options):
+        """With --export_dir: the model as a SavedModel serving raw text (the chief only)."""
+        options = self.options
+        if not options.export_dir or not self.trainer.is_chief:
+            return None
+        from keras_bert_impl.serving.export import export_saved_model  # noqa: PLC0415
+
+        path = export_saved_model(self.model, self.task, options.vocab_file, options.do_lower_case, options.export_dir,
+                                  force=options.force, **export_options)
+        self.log(f"exported a SavedModel to {path}")
+        return path
+
+
+def run_finetuning(run, task, data, eval_split="dev", predict_split="test"):
+    """Trains `task` on `data`'s train split (--do_train), evaluates on `eval_split` (--do_eval,
+    `task.evaluate` -> eval_results.txt), predicts `predict_split` (--do_predict, the task's
+    `prediction_rows` -> test_results.tsv) and exports (--export_dir). Returns a `RunResult`."""
+    options = run.options
+    # Every split the flags need exists, before the model is built.
+    train_path = data.path("train") if options.do_train else None
+    eval_path = data.path(eval_split) if options.do_eval else None
+    predict_path = data.path(predict_split) if options.do_predict else None
+    steps = run.build_for(task, data.count("train") if options.do_train else 0)
+    eval_features = run.read_features(eval_path) if options.do_eval else None
+    trained = None
+    if options.do_train:
+        trained = run.train(train_path, steps, run.eval_schedule(eval_features, task.evaluate))
+    else:
+        run.restore_for_inference()
+    run.export()
+    results = None
+    if options.do_eval:
+        outputs = run.predict(eval_features, options.eval_batch_size)
+        results = run.write_results(task.evaluate(outputs, eval_features))
+    if options.do_predict:
+        features = run.read_features(predict_path)
+        rows = task.prediction_rows(run.predict(features, options.predict_batch_size))
+        path = os.path.join(options.output_dir, "test_results.tsv")
+        if run.trainer.is_chief:
+            with atomic_output(path) as writer:
+                for row in rows:
+                    writer.write("\t".join(str(float(value)) for value in row) + "\n")
+        run.log(f"wrote {path}: {len(rows)} rows")
+    return RunResult(train=trained, eval=results)

@@ -1,0 +1,44 @@
+"""`run_classifier`: run_classifier.py's work as a library function (GLUE-style classification
+and STS-B regression), with Google's output files (eval_results.txt, test_results.tsv)."""
+
+from keras_bert_impl.runners.finetuning import FineTuningRun, run_finetuning
+from keras_bert_impl.tasks.registry import create_task
+from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_classification_data
+
+
+def splits_wanted(options):
+    return [split for split, wanted in (("train", options.do_train), ("dev", options.do_eval),
+                                        ("test", options.do_predict)) if wanted]
+
+
+def classification_data(run, data_dir, task_name, processor=None):
+    """`data_dir` as create_finetuning_data wrote it (checked against the flags), or the task's
+    TSV files (`processor` reads them) converted into --output_dir first."""
+    options = run.options
+    if is_data_dir(data_dir):
+        data = FineTuningData.open(data_dir)
+        names = None if task_name.lower() == "tsv" else [task_name]
+        data.check(names, options.max_seq_length, options.do_lower_case, options.vocab_file)
+        for split in splits_wanted(options):
+            data.path(split)  # every split the flags need, before training starts
+        return data
+    if processor is None:
+        raise FileNotFoundError(f"{data_dir}: holds no meta.json; pass the directory create_finetuning_data wrote, "
+                                "or the task's TSV files")
+    write_classification_data(processor, task_name, splits_wanted(options), run.tokenizer, options.max_seq_length,
+                              options.output_dir)
+    return FineTuningData.open(options.output_dir)
+
+
+def run_classifier(options, task_name, data_dir, processor=None, log=print):
+    """Trains / evaluates / predicts as the options say; returns a `RunResult`.
+
+    eval_results.txt has Google's keys plus the task's metrics; test_results.tsv one row of class
+    probabilities per test example (Google's format; the predicted score for regression)."""
+    run = FineTuningRun(options, log)
+    data = classification_data(run, data_dir, task_name, processor)
+    task = create_task(data.model_type, run.config, options.max_seq_length, label_names=data.labels,
+                       task_name=data.meta["task_name"])
+    if options.do_train:
+        log(f"{data.count('train')} training examples ({data.meta.get('skipped_rows', 0)} rows skipped)")
+    return run_finetuning(run, task, data)

@@ -1,0 +1,101 @@
+"""`export_saved_model`: a SavedModel that serves raw text, token ids and tf.train.Examples.
+
+The task (`tasks.base.Task`) decides what each signature takes and returns:
+- `serving_default`: UTF-8 strings in (`task.text_signature()`: `text_a`, plus `text_b` for pair
+  tasks or the endings [B, C] for multiple choice); tokenization (tensorflow-text ops, the same
+  ids as `FullTokenizer`) and packing (`task.pack_text`) happen in the graph; out come
+  `task.serving_outputs` plus the packed `input_ids` / `input_mask` / `segment_ids`, the `tokens`
+  and each token's byte span in its text (`token_start_offsets`, `token_end_offsets`; -1 for
+  [CLS], [SEP] and padding);
+- `serve_ids`: `input_ids`, `input_mask`, `segment_ids` (int32 [B, T], [B, C, T] for multiple
+  choice) in;
+- `serve_examples`: serialized tf.train.Examples in, with the TFRecord feature names.
+
+Loading needs `import tensorflow_text` (its ops are in the graph) and nothing of ours.
+"""
+
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+
+from keras_bert_impl.serving.packer import Packer
+from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES
+from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
+from tfrecord_tools.files import atomic_directory, check_readable_file, check_writable
+
+
+def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length=False, force=False):
+    """Writes the SavedModel of `model` (built by `task`) to `export_dir`: a temporary directory
+    first, renamed when complete; an existing `export_dir` is replaced only with `force`."""
+    check_writable(export_dir, "--export_dir", kind="replaced")
+    with atomic_directory(export_dir, force=force) as temporary:
+        tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case)
+        vocab = tokenizer.ids_to_tokens(tf.range(tokenizer.vocab_size)).numpy().tolist()
+        packer = Packer(tokenizer, vocab.index(b"[CLS]"), vocab.index(b"[SEP]"), task.max_seq_length,
+                        variable_seq_length)
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+
+        def serve_text(*texts):
+            packed = task.pack_text(packer, *texts)
+            inputs = {name: packed[name] for name in MODEL_INPUT_NAMES}
+            return {**task.serving_outputs(model, inputs), **packed}
+
+        def serve_ids(input_ids, input_mask, segment_ids):
+            inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+            return task.serving_outputs(model, inputs)
+
+        def serve_examples(examples):
+            parsed = tf.io.parse_example(examples, task.serving_example_spec())
+            features = {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+            return task.serving_outputs(model, task.serving_inputs(features))
+
+        ids_shape = [None, None] if len(model.input["input_ids"].shape) == 2 else [None, None, None]
+        archive.add_endpoint("serving_default", serve_text, input_signature=task.text_signature())
+        archive.add_endpoint("serve_ids", serve_ids, input_signature=[
+            tf.TensorSpec(ids_shape, tf.int32, name=name) for name in MODEL_INPUT_NAMES])
+        archive.add_endpoint("serve_examples", serve_examples,
+                             input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        archive.write_out(temporary, verbose=False)
+        # The vocabulary travels with the model.
+        shutil.copyfile(vocab_file, os.path.join(temporary, "assets", os.path.basename(vocab_file)))
+    return export_dir
+
+
+def build_and_export(bert_config_file, vocab_file, do_lower_case, init_checkpoint, model_type, export_dir,
+                     label_names=None, num_choices=4, max_seq_length=128, max_query_length=64,
+                     variable_seq_length=False, force=False, allow_random_weights=False, log=print):
+    """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the
+    export location), then the task model from config + checkpoint, then `export_saved_model`."""
+    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
+    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
+    from keras_bert_impl.tasks.registry import create_task  # noqa: PLC0415
+    from tfrecord_tools.bert_text_tokenizer import load_vocab_list  # noqa: PLC0415
+    from tfrecord_tools.files import exists  # noqa: PLC0415
+
+    config = BertConfig.from_json_file(bert_config_file)
+    config.check_max_seq_length(max_seq_length, bert_config_file)
+    check_readable_file(vocab_file, "--vocab_file", "vocab.txt")
+    vocab = load_vocab_list(vocab_file)
+    config.check_vocab_size(len(vocab), vocab_file, bert_config_file)
+    missing = [token for token in ("[CLS]", "[SEP]") if token not in vocab]
+    if missing:
+        raise ValueError(f"{vocab_file}: has no {' or '.join(missing)} token; pass the vocab.txt of a BERT model")
+    check_writable(export_dir, "--export_dir", kind="replaced")
+    if exists(export_dir) and not force:
+        raise FileExistsError(f"{export_dir}: already exists; pass --force to replace it (or choose another --export_dir)")
+    if init_checkpoint:
+        check_init_checkpoint(init_checkpoint, config, bert_config_file)
+    elif not allow_random_weights:
+        raise ValueError("no --init_checkpoint: the SavedModel would serve random weights; pass --init_checkpoint "
+                         "(or --allow_random_weights)")
+    task = create_task(model_type, config, max_seq_length, label_names=label_names, num_choices=num_choices,
+                       max_query_length=max_query_length)
+    model = task.build_model()
+    if init_checkpoint:
+        log(f"init_checkpoint {init_checkpoint}: " + initialize_from_checkpoint(model, init_checkpoint).summary())
+    export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length, force)
+    log(f"wrote {export_dir}")
+    return export_dir

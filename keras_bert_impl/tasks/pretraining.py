@@ -1,0 +1,63 @@
+"""`PretrainingTask`: BERT's masked-LM + next-sentence objective, as sums the Trainer normalises.
+
+Google's losses: MLM cross-entropy averaged over the real masked tokens (`masked_lm_weights`), NSP
+cross-entropy averaged over the examples.
+"""
+
+import tensorflow as tf
+from keras import ops
+
+from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES, Task, correct_sum, sparse_cross_entropy_sum
+from tfrecord_tools import feature_specs
+
+
+class PretrainingTask(Task):
+    """Builds the pretrainer; maps a batch of Google's pretraining features to loss terms."""
+
+    name = "pretrainer"
+    loss_terms = {"masked_lm_loss": "masked_lm_weight", "next_sentence_loss": "examples"}
+    metric_terms = {"masked_lm_accuracy": "masked_lm_weight", "next_sentence_accuracy": "examples"}
+
+    def __init__(self, bert_config, max_seq_length=128, max_predictions_per_seq=20):
+        super().__init__(bert_config, max_seq_length)
+        self.max_predictions_per_seq = max_predictions_per_seq
+
+    def feature_spec(self, is_training=True):
+        return feature_specs.pretraining_spec(self.max_seq_length, self.max_predictions_per_seq)
+
+    def build_model(self, encoder=None):
+        return BertPretrainer(self.new_encoder(encoder))
+
+    def model_inputs(self, features):
+        return {name: features[name] for name in (*MODEL_INPUT_NAMES, "masked_lm_positions")}
+
+    def denominators(self, features):
+        weights = ops.cast(features["masked_lm_weights"], "float32")
+        return {"masked_lm_weight": ops.sum(weights), "examples": ops.cast(ops.shape(weights)[0], "float32")}
+
+    def numerators(self, model, features, training):
+        outputs = model(self.model_inputs(features), training=training)
+        weights = ops.cast(features["masked_lm_weights"], "float32")
+        mlm_logits = ops.cast(outputs["masked_lm_logits"], "float32")
+        nsp_logits = ops.cast(outputs["next_sentence_logits"], "float32")
+        nsp_labels = ops.reshape(features["next_sentence_labels"], (-1,))
+        return {
+            "masked_lm_loss": sparse_cross_entropy_sum(features["masked_lm_ids"], mlm_logits, weights),
+            "next_sentence_loss": sparse_cross_entropy_sum(nsp_labels, nsp_logits),
+            "masked_lm_accuracy": correct_sum(features["masked_lm_ids"], mlm_logits, weights),
+            "next_sentence_accuracy": correct_sum(nsp_labels, nsp_logits),
+        }
+
+    def serving_inputs(self, features):
+        return {name: features[name] for name in MODEL_INPUT_NAMES}
+
+    def serving_outputs(self, model, inputs):
+        """The next-sentence probabilities and the MLM's best token at every position."""
+        batch, length = tf.shape(inputs["input_ids"])[0], tf.shape(inputs["input_ids"])[1]
+        positions = tf.tile(tf.range(length)[None, :], [batch, 1])
+        outputs = model({**inputs, "masked_lm_positions": positions}, training=False)
+        return {
+            "next_sentence_probabilities": tf.nn.softmax(tf.cast(outputs["next_sentence_logits"], tf.float32)),
+            "masked_lm_predictions": tf.argmax(outputs["masked_lm_logits"], axis=-1, output_type=tf.int32),
+        }

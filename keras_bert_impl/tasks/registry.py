@@ -1,0 +1,42 @@
+"""The one map from task names (`--model_type`, meta.json's `model_type`) to `Task` classes.
+
+`create_task` passes each class the options its `__init__` takes, so callers hand over what they
+know (labels, choices, query length) without knowing which task needs what.
+"""
+
+import inspect
+
+from keras_bert_impl.tasks.classification import ClassificationTask, RegressionTask
+from keras_bert_impl.tasks.encoder import EncoderTask
+from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
+from keras_bert_impl.tasks.pretraining import PretrainingTask
+from keras_bert_impl.tasks.span import SpanTask
+from keras_bert_impl.tasks.tagging import TaggingTask
+
+TASKS = {
+    cls.name: cls
+    for cls in (EncoderTask, PretrainingTask, ClassificationTask, RegressionTask, SpanTask, TaggingTask,
+                MultipleChoiceTask)
+}
+
+
+def register(task_class):
+    """Adds a `Task` subclass under its `name` (usable as a decorator)."""
+    if not task_class.name:
+        raise ValueError(f"{task_class.__name__} has no name")
+    TASKS[task_class.name] = task_class
+    return task_class
+
+
+def task_class(name):
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; use one of {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+def create_task(name, bert_config, max_seq_length, **options):
+    """The task `name`, given whichever of `options` its constructor takes (None values skipped)."""
+    cls = task_class(name)
+    accepted = inspect.signature(cls.__init__).parameters
+    return cls(bert_config, max_seq_length, **{key: value for key, value in options.items()
+                                               if key in accepted and value is not None})

@@ -1,0 +1,127 @@
+"""`RunOptions` and `RunSetup`: the one set-up shared by pretraining and fine-tuning.
+
+Every check a training run makes is written here once, and made before any heavy work: the
+config parses, `--max_seq_length` fits it, `--output_dir` is writable, `--init_checkpoint`
+exists, the batch sizes divide over the replicas. Then the dtype policy, the seed and the
+tf.distribute strategy; `build(task, ...)` adds the model (from `--init_checkpoint`), the
+optimizer (loss-scaled under float16) and the `Trainer`.
+"""
+
+import dataclasses
+import os
+
+import keras
+
+from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.training.distribution import get_distribution_strategy, input_pipeline_of
+from keras_bert_impl.training.optimization import create_optimizer
+from keras_bert_impl.training.trainer import Trainer
+from tfrecord_tools.files import check_writable
+from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS
+
+
+@dataclasses.dataclass(kw_only=True)
+class RunOptions:
+    """The flags every training run shares (Google's names and defaults) and the scaling flags;
+    `PretrainingOptions` and `FineTuningOptions` extend it."""
+
+    bert_config_file: str
+    output_dir: str
+    init_checkpoint: str = None
+    max_seq_length: int = 128
+    do_train: bool = False
+    do_eval: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    learning_rate: float = 5e-5
+    save_checkpoints_steps: int = 1000
+    iterations_per_loop: int = 1000
+    eval_every_n_steps: int = None
+    log_every_seconds: float = DEFAULT_INTERVAL_SECONDS
+    # Where and how the run trains.
+    tpu: str = None
+    tpu_zone: str = None
+    gcp_project: str = None
+    distribution_strategy: str = "auto"
+    optimizer: str = "adamw"
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    gradient_accumulation_steps: int = 1
+    random_seed: int = 12345
+
+    @classmethod
+    def field_names(cls):
+        return [field.name for field in dataclasses.fields(cls)]
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What a runner did: `train` is the Trainer's `TrainResult` (None without --do_train),
+    `eval` the evaluation results written to eval_results (None without evaluation)."""
+
+    train: object = None
+    eval: dict = None
+
+
+class RunSetup:
+    """Config, checks, dtype policy, seed and strategy of one run (see the module docstring)."""
+
+    def __init__(self, options, log=print):
+        self.options = options
+        self.log = log
+        self.config = BertConfig.from_json_file(options.bert_config_file)
+        self.config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
+        for name in ("train_batch_size", "eval_batch_size", "iterations_per_loop", "save_checkpoints_steps",
+                     "gradient_accumulation_steps"):
+            if getattr(options, name) < 1:
+                raise ValueError(f"--{name}={getattr(options, name)}: must be at least 1")
+        if options.eval_every_n_steps is not None and options.eval_every_n_steps < 1:
+            raise ValueError(f"--eval_every_n_steps={options.eval_every_n_steps}: must be at least 1")
+        check_writable(options.output_dir, "--output_dir", kind="directory")
+        if options.init_checkpoint:
+            check_init_checkpoint(options.init_checkpoint, self.config, options.bert_config_file)
+        keras.mixed_precision.set_global_policy(options.mixed_precision)
+        keras.utils.set_random_seed(options.random_seed)
+        self.strategy = get_distribution_strategy(options.distribution_strategy, options.tpu, options.tpu_zone,
+                                                  options.gcp_project)
+        self.log(f"strategy {type(self.strategy).__name__} with {self.strategy.num_replicas_in_sync} replica(s)")
+        self._check_batch_sizes()
+        os.makedirs(options.output_dir, exist_ok=True)
+        self.pipeline_id, self.num_pipelines = input_pipeline_of(self.strategy)
+        self.task = self.model = self.trainer = None
+
+    def _check_batch_sizes(self):
+        options, replicas = self.options, self.strategy.num_replicas_in_sync
+        share = replicas * options.gradient_accumulation_steps
+        if options.do_train and options.train_batch_size % share:
+            raise ValueError(
+                f"--train_batch_size={options.train_batch_size} must be a multiple of {share} "
+                f"({replicas} replica(s) x {options.gradient_accumulation_steps} accumulation step(s))"
+            )
+        if options.do_eval and options.eval_batch_size % replicas:
+            raise ValueError(f"--eval_batch_size={options.eval_batch_size} must be a multiple of {replicas} replicas")
+
+    def build(self, task, num_train_steps=1, num_warmup_steps=0):
+        """The task's model (initialised from --init_checkpoint), the optimizer and the Trainer."""
+        options = self.options
+        self.task = task
+        with self.strategy.scope():
+            self.model = task.build_model()
+            if options.init_checkpoint:
+                report = initialize_from_checkpoint(self.model, options.init_checkpoint)
+                self.log(f"init_checkpoint {options.init_checkpoint}: {report.summary()}")
+            optimizer = create_optimizer(options.learning_rate, num_train_steps, num_warmup_steps, options.optimizer)
+            if options.mixed_precision == "mixed_float16":
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        self.trainer = Trainer(
+            self.strategy, task, self.model, optimizer, options.output_dir,
+            steps_per_loop=options.iterations_per_loop, save_checkpoints_steps=options.save_checkpoints_steps,
+            jit_compile=options.jit_compile, gradient_accumulation_steps=options.gradient_accumulation_steps,
+            log_every_seconds=options.log_every_seconds, log=self.log,
+        )
+        return self.model
+
+    def per_pipeline_batch(self, global_batch_size):
+        """Each worker's input pipeline reads its share of the global batch."""
+        return global_batch_size // self.num_pipelines

@@ -1,0 +1,447 @@
+"""`Trainer`: the strategy-aware custom training loop shared by every runner.
+
+It consumes only the `Task` contract (`tasks.base`): `loss_terms`, `metric_terms`,
+`numerators(model, features, training)` and `denominators(features)`. One loop serves one device,
+MirroredStrategy, MultiWorkerMirroredStrategy and TPUStrategy:
+- each worker reads its own tf.data iterator (a plain, checkpointable one) and hands each local
+  replica its slice of the batch;
+- the per-replica forward/backward pass can be XLA-compiled (`jit_compile`); the all-reduce, the
+  gradient clipping (global norm of the summed gradient, as BERT) and the update stay outside XLA;
+- losses are sums divided by denominators summed over all replicas, so N devices compute the loss
+  of one device on the global batch;
+- `steps_per_loop` steps run inside one tf.function call (Google's `iterations_per_loop`); a
+  progress line (examples/s, ETA) comes at least every `log_every_seconds` from inside the loop
+  (off TPUs), so logging never changes how many steps one call runs;
+- a `tf.train.CheckpointManager` keeps model, optimizer, data iterator and dropout RNG state, so
+  a run killed at any moment resumes from its last checkpoint exactly where it was; Ctrl-C or
+  SIGTERM between steps saves one more checkpoint first;
+- optional evaluation every N steps (`EvalSchedule`), with TensorBoard summaries in
+  `output_dir/eval` beside the training ones in `output_dir/train`;
+- a non-finite loss stops the run, naming the step, before anything is saved.
+
+`train` returns a `TrainResult`: the per-loop losses and metrics, the evaluations and the final step.
+"""
+
+import dataclasses
+import os
+import time
+
+import keras
+import tensorflow as tf
+
+from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
+from tfrecord_tools.files import atomic_output
+from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS, format_seconds
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite."""
+
+
+@dataclasses.dataclass
+class EvalSchedule:
+    """Evaluate every `every_n_steps` during training: `evaluate()` returns a metrics dict."""
+
+    every_n_steps: int
+    evaluate: object
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What `Trainer.train` did: `history` has one dict per loop (step, loss, each loss and metric
+    term, learning_rate, examples_per_second); `evaluations` one dict per evaluation (step and
+    metrics)."""
+
+    final_step: int
+    start_step: int
+    resumed_from: str = None
+    history: list = dataclasses.field(default_factory=list)
+    evaluations: list = dataclasses.field(default_factory=list)
+
+    @property
+    def last(self):
+        return self.history[-1] if self.history else {}
+
+
+class Trainer:
+    """Trains `model` on `task` under `strategy`; see the module docstring."""
+
+    def __init__(
+        self,
+        strategy,
+        task,
+        model,
+        optimizer,
+        output_dir,
+        steps_per_loop=1000,
+        save_checkpoints_steps=1000,
+        jit_compile=False,
+        gradient_accumulation_steps=1,
+        clip_norm=1.0,
+        max_checkpoints_to_keep=5,
+        log_every_seconds=DEFAULT_INTERVAL_SECONDS,
+        log=print,
+    ):
+        self.strategy = strategy
+        self.task = task
+        self.model = model
+        self.optimizer = optimizer
+        self.output_dir = output_dir
+        self.steps_per_loop = max(1, steps_per_loop)
+        self.save_checkpoints_steps = max(1, save_checkpoints_steps)
+        self.gradient_accumulation_steps = max(1, gradient_accumulation_steps)
+        self.clip_norm = clip_norm
+        self.log = log
+        self.is_chief = is_chief(strategy)
+        self.local_replicas = len(strategy.extended.worker_devices)
+        pipeline_id, _ = input_pipeline_of(strategy)
+        self._first_local_replica = pipeline_id * self.local_replicas
+        with strategy.scope():
+            # Built before the first strategy.run: building inside it fails under a strategy.
+            optimizer.build(model.trainable_variables)
+        self._gradients = tf.function(self._gradients_of, jit_compile=True) if jit_compile else self._gradients_of
+        self._max_checkpoints_to_keep = max_checkpoints_to_keep
+        self.iterator = None
+        self.manager = None
+        self._summary_writer = None
+        self.log_every_seconds = log_every_seconds
+        # In-loop progress calls back into Python, which a TPU's compiled loop cannot do.
+        self._progress_in_loop = not isinstance(strategy, tf.distribute.TPUStrategy)
+        self._progress = None
+        self._saving = False
+        self._train_loop = tf.function(self._train_loop_fn)
+        self._eval_step = tf.function(self._eval_step_fn, reduce_retracing=True)
+        self._eval_writer = None
+
+    # ---- the step -------------------------------------------------------------------------
+
+    def _gradients_of(self, features, denominators):
+        """Gradients and loss/metric numerators of one replica's batch (XLA-compilable)."""
+        parts = self.gradient_accumulation_steps
+        chunks = [features] if parts == 1 else [
+            {name: value[i::parts] for name, value in features.items()} for i in range(parts)
+        ]
+        total_gradients, total_numerators = None, None
+        for chunk in chunks:
+            with tf.GradientTape() as tape:
+                numerators = self.task.numerators(self.model, chunk, training=True)
+                loss = tf.add_n([
+                    tf.math.divide_no_nan(numerators[name], denominators[denominator])
+                    for name, denominator in self.task.loss_terms.items()
+                ])
+                scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
+            gradients = [
+                # Dense (a gather's IndexedSlices would make the global norm wrong); zeros for
+                # weights the task does not use (the pooler under a span or tagging head).
+                tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                for g, v in zip(tape.gradient(scaled, self.model.trainable_variables), self.model.trainable_variables)
+            ]
+            if total_gradients is None:
+                total_gradients, total_numerators = gradients, numerators
+            else:
+                total_gradients = [a + b for a, b in zip(total_gradients, gradients)]
+                total_numerators = {k: total_numerators[k] + numerators[k] for k in numerators}
+        return total_gradients, total_numerators
+
+    def _replica_step(self, features):
+        context = tf.distribute.get_replica_context()
+        denominators = context.all_reduce(tf.distribute.ReduceOp.SUM, self.task.denominators(features))
+        gradients, numerators = self._gradients(features, denominators)
+        gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        numerators = context.all_reduce(tf.distribute.ReduceOp.SUM, numerators)
+        # BERT clips the global norm of the summed gradient (still loss-scaled under float16).
+        scale = getattr(self.optimizer, "dynamic_scale", None)
+        clip_norm = self.clip_norm if scale is None else self.clip_norm * tf.cast(scale, tf.float32)
+        # Keras' apply sums the replicas' gradients once more: hand it each replica's share. The
+        # clip and the share are one multiplication (one pass over BERT-base's 440 MB, not two).
+        norm = tf.linalg.global_norm(gradients)
+        factor = clip_norm / tf.maximum(norm, clip_norm) / self.strategy.num_replicas_in_sync
+        self.optimizer.apply([g * factor for g in gradients], self.model.trainable_variables)
+        return numerators, denominators
+
+    def _distribute(self, features):
+        """This worker's batch -> one slice per local replica."""
+        if self.local_replicas == 1:
+            return self.strategy.experimental_distribute_values_from_function(lambda _: features)
+
+        def slice_for(context):
+            index = context.replica_id_in_sync_group - self._first_local_replica
+            return {name: tf.split(value, self.local_replicas)[index] for name, value in features.items()}
+
+        return self.strategy.experimental_distribute_values_from_function(slice_for)
+
+    def _first(self, per_replica):
+        """A value all-reduced on every replica: the copy of the first local replica."""
+        return tf.nest.map_structure(lambda v: self.strategy.experimental_local_results(v)[0], per_replica)
+
+    def _train_loop_fn(self, iterator, num_steps):
+        names = list(self.task.loss_terms) + list(self.task.metric_terms)
+        denominator_names = sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
+        sums = {name: tf.constant(0.0) for name in names + denominator_names}
+        for index in tf.range(num_steps):
+            features = next(iterator)
+            numerators, denominators = self.strategy.run(self._replica_step, args=(self._distribute(features),))
+            numerators, denominators = self._first(numerators), self._first(denominators)
+            sums = {name: sums[name] + tf.cast((numerators | denominators)[name], tf.float32) for name in sums}
+            if self._progress_in_loop:
+                tf.py_function(self._report_progress, [index + 1, num_steps] + [sums[n] for n in sorted(sums)], [])
+        return sums
+
+    def _report_progress(self, done, num_steps, *values):
+        """A progress line from inside a long loop, when one is due (see `_log_progress`)."""
+        progress = self._progress
+        if progress is None or not progress.due() or int(done) == int(num_steps):
+            return
+        sums = dict(zip(sorted(self._sum_names()), (float(v) for v in values)))
+        self._log_progress(progress.loop_start_step + int(done), self._ratios(sums))
+
+    def _sum_names(self):
+        names = list(self.task.loss_terms) + list(self.task.metric_terms)
+        return names + sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
+
+    def _eval_step_fn(self, features):
+        def replica(features):
+            context = tf.distribute.get_replica_context()
+            numerators = self.task.numerators(self.model, features, training=False)
+            denominators = self.task.denominators(features)
+            return context.all_reduce(tf.distribute.ReduceOp.SUM, (numerators, denominators))
+
+        return self._first(self.strategy.run(replica, args=(self._distribute(features),)))
+
+    # ---- checkpoints ----------------------------------------------------------------------
+
+    def _make_manager(self):
+        """The chief checkpoints model, optimizer, iterator and dropout RNG state in output_dir;
+        under MultiWorkerMirroredStrategy every other worker checkpoints only its own data
+        iterator, in output_dir/worker-N, at the same steps."""
+        if self.is_chief:
+            rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
+            checkpoint = tf.train.Checkpoint(
+                model=self.model, optimizer=self.optimizer, iterator=self.iterator, rng_states=rng_states
+            )
+            directory = self.output_dir
+        else:
+            checkpoint = tf.train.Checkpoint(iterator=self.iterator, step=self.optimizer.iterations)
+            directory = os.path.join(self.output_dir, f"worker-{input_pipeline_of(self.strategy)[0]}")
+        return tf.train.CheckpointManager(
+            checkpoint,
+            directory=directory,
+            max_to_keep=self._max_checkpoints_to_keep,
+        )
+
+    def _restore(self):
+        if not self.is_chief:
+            shared = tf.train.latest_checkpoint(self.output_dir)
+            if shared:
+                rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
+                tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, rng_states=rng_states).restore(
+                    shared
+                ).expect_partial()
+        return self.manager.restore_or_initialize()
+
+    def restore_latest(self):
+        """For evaluation or prediction without training: the newest checkpoint of output_dir
+        (model and step; the data position does not matter). Returns its path, or None."""
+        latest = tf.train.latest_checkpoint(self.output_dir)
+        if latest:
+            tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(latest).expect_partial()
+        return latest
+
+    def _save(self):
+        self._saving = True
+        path = self.manager.save(checkpoint_number=self.global_step)
+        self._saving = False
+        return path
+
+    def _last_saved_step(self):
+        latest = self.manager.latest_checkpoint if self.manager else None
+        return int(latest.rsplit("-", 1)[1]) if latest else None
+
+    @property
+    def global_step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    # ---- public ---------------------------------------------------------------------------
+
+    def train(self, dataset, num_train_steps, global_batch_size, eval_schedule=None):
+        """Trains until `num_train_steps`, resuming from the newest checkpoint in `output_dir`;
+        returns a `TrainResult`. With `eval_schedule`, evaluates every N steps (and at the end)."""
+        with self.strategy.scope():
+            self.iterator = iter(dataset)
+        self.manager = self._make_manager()
+        restored = self._restore()
+        if restored:
+            self.log(f"resumed from {restored} at step {self.global_step}")
+        if self.is_chief and self._summary_writer is None:
+            self._summary_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
+        result = TrainResult(final_step=self.global_step, start_step=self.global_step, resumed_from=restored)
+        self._progress = _LoopProgress(num_train_steps, self.global_step, global_batch_size, self.log_every_seconds)
+        try:
+            self._train_until(num_train_steps, global_batch_size, eval_schedule, result)
+        except KeyboardInterrupt as interrupt:
+            raise self._interrupted(interrupt) from None
+        finally:
+            self._progress = None
+        last = self._last_saved_step()
+        if last != self.global_step:
+            self._save()
+        if eval_schedule is not None and (not result.evaluations or result.evaluations[-1]["step"] != self.global_step):
+            result.evaluations.append(self._run_evaluation(eval_schedule))
+        result.final_step = self.global_step
+        return result
+
+    def _train_until(self, num_train_steps, global_batch_size, eval_schedule, result):
+        every_eval = eval_schedule.every_n_steps if eval_schedule is not None and eval_schedule.every_n_steps else None
+        while self.global_step < num_train_steps:
+            step = self.global_step
+            # Loops end on checkpoint (and evaluation) boundaries so both land on multiples of their interval.
+            boundaries = [self.save_checkpoints_steps - step % self.save_checkpoints_steps]
+            if every_eval:
+                boundaries.append(every_eval - step % every_eval)
+            num_steps = min(self.steps_per_loop, num_train_steps - step, *boundaries)
+            self._progress.start_loop(step)
+            loop_start = time.time()
+            sums = {name: float(value) for name, value in self._train_loop(self.iterator, tf.constant(num_steps)).items()}
+            elapsed = time.time() - loop_start
+            metrics = self._ratios(sums)
+            step = self.global_step
+            if not all(map(_finite, metrics.values())):
+                raise NonFiniteLossError(
+                    f"loss is {metrics['loss']} at step {step} (steps {step - num_steps + 1}-{step}); stopped "
+                    f"without saving: the last good checkpoint in {self.output_dir} is kept"
+                )
+            metrics["learning_rate"] = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
+            metrics["examples_per_second"] = num_steps * global_batch_size / max(elapsed, 1e-9)
+            self._write_summaries(self._summary_writer, metrics, step)
+            self._log_progress(step, metrics)
+            result.history.append({"step": step, **metrics})
+            if step % self.save_checkpoints_steps == 0:
+                self._save()
+            if every_eval and step % every_eval == 0 and step < num_train_steps:
+                result.evaluations.append(self._run_evaluation(eval_schedule))
+
+    def _log_progress(self, step, metrics):
+        progress = self._progress
+        rate = progress.examples_per_second(step) if progress else metrics.get("examples_per_second", 0.0)
+        eta = progress.eta(step) if progress else None
+        self.log(
+            f"step {step}/{progress.num_train_steps if progress else '?'} loss={metrics['loss']:.4f} "
+            + " ".join(f"{name}={metrics[name]:.4f}" for name in self.task.metric_terms)
+            + (f" lr={metrics['learning_rate']:.3g}" if "learning_rate" in metrics else "")
+            + f" {rate:.1f} examples/s ETA {format_seconds(eta)}"
+        )
+        if progress:
+            progress.logged()
+
+    def record_evaluation(self, eval_schedule):
+        """Evaluates now: logs the metrics and writes them to TensorBoard (`output_dir/eval`)."""
+        return self._run_evaluation(eval_schedule)
+
+    def _run_evaluation(self, eval_schedule):
+        step = self.global_step
+        metrics = dict(eval_schedule.evaluate())
+        metrics.pop("global_step", None)
+        if self.is_chief:
+            if self._eval_writer is None:
+                self._eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
+            self._write_summaries(self._eval_writer, {k: v for k, v in metrics.items() if _is_number(v)}, step)
+        self.log(f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if _is_number(v)))
+        return {"step": step, **metrics}
+
+    def _interrupted(self, interrupt):
+        """Ctrl-C / SIGTERM: save where the run is (unless it came during a save, or other workers
+        would have to join), then an `Interrupted` naming the step and how to resume."""
+        from keras_bert_impl.errors import Interrupted  # noqa: PLC0415
+
+        step = self.global_step
+        saved = self._last_saved_step()
+        single_worker = not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        if not self._saving and single_worker and self.is_chief and saved != step:
+            try:
+                self._save()
+                saved = step
+            except BaseException:  # noqa: BLE001 -- a second signal: keep the older checkpoint
+                pass
+        where = f"checkpoint of step {saved} in {self.output_dir}" if saved is not None else "no checkpoint yet"
+        return Interrupted(getattr(interrupt, "signal_name", "SIGINT"),
+                           f"stopped at step {step} ({where}); run the same command to resume")
+
+    def evaluate(self, dataset, max_steps=None):
+        """Loss terms and metrics averaged over `dataset` (at most `max_steps` batches)."""
+        denominator_names = sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
+        sums = {}
+        for index, features in enumerate(dataset):
+            if max_steps is not None and index >= max_steps:
+                break
+            numerators, denominators = self._eval_step(features)
+            for name, value in (numerators | denominators).items():
+                sums[name] = sums.get(name, 0.0) + float(value)
+        if not sums:
+            raise ValueError("the evaluation data holds no complete batch; lower --eval_batch_size or add data")
+        results = self._ratios({name: sums.get(name, 0.0) for name in list(sums) + denominator_names})
+        results["global_step"] = self.global_step
+        return results
+
+    def _ratios(self, sums):
+        metrics = {}
+        for name, denominator in {**self.task.loss_terms, **self.task.metric_terms}.items():
+            metrics[name] = sums[name] / sums[denominator] if sums[denominator] else 0.0
+        metrics["loss"] = sum(metrics[name] for name in self.task.loss_terms)
+        return metrics
+
+    @staticmethod
+    def _write_summaries(writer, metrics, step):
+        if writer is None:
+            return
+        with writer.as_default(step=step):
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+        writer.flush()
+
+
+class _LoopProgress:
+    """Rate and ETA from the steps since the current loop started (the first loop's tracing and
+    compilation do not drag down later lines), and when the next line is due."""
+
+    def __init__(self, num_train_steps, start_step, global_batch_size, interval):
+        self.num_train_steps = num_train_steps
+        self.loop_start_step = start_step
+        self.global_batch_size = global_batch_size
+        self.interval = interval
+        self._loop_start = self._last = time.monotonic()
+
+    def start_loop(self, step):
+        self.loop_start_step = step
+        self._loop_start = time.monotonic()
+
+    def due(self):
+        return time.monotonic() - self._last >= self.interval
+
+    def logged(self):
+        self._last = time.monotonic()
+
+    def _steps_per_second(self, step):
+        elapsed = time.monotonic() - self._loop_start
+        return (step - self.loop_start_step) / elapsed if elapsed > 0 else 0.0
+
+    def examples_per_second(self, step):
+        return self._steps_per_second(step) * self.global_batch_size
+
+    def eta(self, step):
+        rate = self._steps_per_second(step)
+        return (self.num_train_steps - step) / rate if rate > 0 else None
+
+
+def _finite(value):
+    return value == value and value not in (float("inf"), float("-inf"))
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def write_eval_results(results, path):
+    """Google's eval_results.txt: `key = value` lines, sorted by key."""
+    with atomic_output(path) as writer:
+        for key in sorted(results):
+            writer.write(f"{key} = {results[key]}\n")

@@ -1,0 +1,53 @@
+"""Shared by the fine-tuning tests: a tiny vocabulary, a tiny "pretrained" Google-format model
+directory (a module-scoped fixture), the runners' options and a learnable MRPC-format data set."""
+
+import numpy as np
+import pytest
+
+from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
+from keras_bert_impl.runners.finetuning import FineTuningOptions
+
+WORDS = ["good", "great", "fine", "bad", "awful", "poor", "the", "movie", "film", "plot", "was", "is", "a", "cat",
+         "sat", "on", "mat", "where", "did", "it", "?", ".", "dog", "ran", "far", "away", "eu", "peter", "paris"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("model")
+    (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=64, type_vocab_size=2)
+    config.to_json_file(str(root / "bert_config.json"))
+    import keras
+
+    keras.utils.set_random_seed(0)  # the same "pretrained" weights on every run
+    save_google_checkpoint(BertEncoder.from_bert_config(config), str(root / "bert_model.ckpt"))
+    return root
+
+
+def _options(model_dir, output_dir, **overrides):
+    values = dict(bert_config_file=str(model_dir / "bert_config.json"), vocab_file=str(model_dir / "vocab.txt"),
+                  output_dir=str(output_dir), init_checkpoint=str(model_dir / "bert_model.ckpt"), max_seq_length=16,
+                  train_batch_size=4, eval_batch_size=3, predict_batch_size=3, learning_rate=1e-3,
+                  num_train_epochs=4.0, save_checkpoints_steps=1000, iterations_per_loop=10)
+    values.update(overrides)
+    return FineTuningOptions(**values)
+
+
+def _mrpc(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+    for i in range(24):
+        label = i % 2
+        words = ["good", "great", "fine"] if label else ["bad", "awful", "poor"]
+        rows.append(f"{label}\t{i}\t{i}\tthe movie was {rng.choice(words)}\tthe film is {rng.choice(words)}")
+    data = tmp_path / "mrpc"
+    data.mkdir()
+    (data / "train.tsv").write_text("\n".join(rows) + "\n")
+    (data / "dev.tsv").write_text("\n".join(rows[:10]) + "\n")
+    (data / "test.tsv").write_text("\n".join(["index\t#1 ID\t#2 ID\t#1 String\t#2 String"] +
+                                             [f"{i}\t1\t2\tthe plot was good\tthe movie is bad" for i in range(4)]) + "\n")
+    return data

@@ -1,0 +1,173 @@
+"""The one home of file helpers: atomic outputs (files, multi-file bundles, directories), input
+file patterns and the writability check every tool runs before its heavy work.
+
+Every writer in the project goes through `atomic_outputs` (or its `atomic_output` and
+`atomic_directory` forms): outputs are written under a temporary name next to their final one and
+renamed into place only when the whole block succeeded, so a crash, bad input, Ctrl-C or SIGTERM
+never leaves a half-written file under the real name, and the temporaries are removed. Paths with
+a scheme (gs://, hdfs://) go through `tf.io.gfile`. Imports nothing of the project.
+"""
+
+import contextlib
+import glob
+import os
+import shutil
+import tempfile
+
+
+def _is_remote(path):
+    return "://" in str(path)
+
+
+def _gfile():
+    import tensorflow as tf  # noqa: PLC0415 -- only remote paths need TensorFlow here
+
+    return tf.io.gfile
+
+
+def temporary_name(path):
+    """The name a writer uses for `path` until it is complete (this process's id in it)."""
+    return f"{path}.tmp-{os.getpid()}"
+
+
+def _remove(path):
+    if _is_remote(path):
+        gfile = _gfile()
+        if gfile.isdir(path):
+            gfile.rmtree(path)
+        elif gfile.exists(path):
+            gfile.remove(path)
+    elif os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.remove(path)
+
+
+def _rename(source, target):
+    if _is_remote(target):
+        _gfile().rename(source, target, overwrite=True)
+    else:
+        os.replace(source, target)
+
+
+def _make_parent(path):
+    parent = os.path.dirname(str(path))
+    if not parent:
+        return
+    if _is_remote(path):
+        _gfile().makedirs(parent)
+    else:
+        os.makedirs(parent, exist_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths, suffixes=("",)):
+    """Yields one temporary path per path in `paths`; when the block succeeds each
+    `temporary + suffix` is renamed to `path + suffix`, in order (so the last suffix can mark a
+    complete bundle, as a checkpoint's `.index`). On any exception, KeyboardInterrupt or a
+    signal turned into one, every temporary is removed and the exception goes on."""
+    paths = [str(path) for path in paths]
+    temporaries = [temporary_name(path) for path in paths]
+    for path in paths:
+        _make_parent(path)
+    try:
+        yield temporaries
+        for path, temporary in zip(paths, temporaries):
+            for suffix in suffixes:
+                _rename(temporary + suffix, path + suffix)
+    finally:
+        for temporary in temporaries:
+            for suffix in suffixes:
+                _remove(temporary + suffix)
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="w"):
+    """`with atomic_output(path) as writer:` -> `path` appears, whole, only if the block succeeds."""
+    with atomic_outputs([path]) as (temporary,):
+        if _is_remote(path):
+            with _gfile().GFile(temporary, mode) as writer:
+                yield writer
+        else:
+            with open(temporary, mode, encoding=None if "b" in mode else "utf-8") as writer:
+                yield writer
+
+
+@contextlib.contextmanager
+def atomic_directory(path, force=False):
+    """Yields a temporary directory that becomes `path` when the block succeeds. An existing
+    `path` is an error unless `force` (checked before the block runs, so no work is wasted)."""
+    path = str(path).rstrip("/")
+    if not force and exists(path):
+        raise FileExistsError(f"{path}: already exists; pass --force to replace it (or choose another directory)")
+    with atomic_outputs([path]) as (temporary,):
+        _remove(temporary)
+        if _is_remote(temporary):
+            _gfile().makedirs(temporary)
+        else:
+            os.makedirs(temporary)
+        yield temporary
+        # The old directory goes only once the new one is complete.
+        _remove(path)
+
+
+def exists(path):
+    return _gfile().exists(path) if _is_remote(path) else os.path.exists(path)
+
+
+def check_writable(path, flag, kind="file"):
+    """Before any heavy work: can `path` be written? `kind` is "file" (a file written whole),
+    "directory" (a directory we write files into; it may exist) or "replaced" (a directory
+    written whole beside its final name, as a SavedModel). Raises OSError naming the flag and
+    the fix. Remote paths are not probed."""
+    path = str(path)
+    if _is_remote(path):
+        return
+    path = os.path.abspath(path)
+    if kind == "file" and os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: is a directory; {flag} names a file")
+    if kind != "file" and os.path.exists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(f"{path}: is a file; {flag} names a directory")
+    probe_from = path if kind == "directory" else os.path.dirname(path)
+    while not os.path.exists(probe_from):  # the nearest existing ancestor must accept new entries
+        probe_from = os.path.dirname(probe_from)
+    if not os.path.isdir(probe_from):
+        raise NotADirectoryError(f"{path}: {probe_from} is a file, not a directory; fix {flag}")
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe_from, prefix=".write-check-"):
+            pass
+    except OSError as error:
+        raise PermissionError(
+            f"{path}: cannot write in {probe_from} ({error.strerror}); choose a writable {flag}"
+        ) from None
+
+
+def expand_file_patterns(file_patterns, flag="--input_file"):
+    """A comma list of globs (local or gs://) -> sorted files, or an error naming the pattern
+    that matched nothing."""
+    files = []
+    for pattern in filter(None, (part.strip() for part in (file_patterns or "").split(","))):
+        matches = sorted(_gfile().glob(pattern)) if _is_remote(pattern) else sorted(glob.glob(pattern))
+        matches = [match for match in matches if _is_remote(match) or os.path.isfile(match)]
+        if not matches:
+            raise FileNotFoundError(f"{pattern}: no file matches; check {flag}")
+        files.extend(matches)
+    if not files:
+        raise FileNotFoundError(f"{flag} is empty; pass a comma list of files or globs")
+    return files
+
+
+def check_readable_file(path, flag, what="file"):
+    """A missing or unreadable input, named with its flag, before any work starts."""
+    if not path:
+        raise FileNotFoundError(f"{flag} is not set; pass the {what}")
+    if _is_remote(path):
+        if not _gfile().exists(path):
+            raise FileNotFoundError(f"{path}: no such file; check {flag}")
+        return
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file; check {flag}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: is a directory; {flag} names a {what}")
+    if not os.access(path, os.R_OK):
+        raise PermissionError(f"{path}: not readable (permission denied); fix its permissions or {flag}")
