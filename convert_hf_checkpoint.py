@@ -1,6 +1,7 @@
 """Writes Hugging Face-format BERT weights (config.json + model.safetensors + vocab.txt) as a
 
-The flags and the work: keras_bert_cli/convert_hf_checkpoint.py (`python convert_hf_checkpoint.py --helpshort` lists the flags).
+The flags and the work: keras_bert_cli/convert_hf_checkpoint.py;
+`python convert_hf_checkpoint.py --helpshort` lists the flags.
 """
 
 from keras_bert_cli.convert_hf_checkpoint import console_main

@@ -1,6 +1,7 @@
 """BERT fine-tuning for named-entity recognition on CoNLL-2003 files (eng.train, eng.testa, eng.testb).
 
-The flags and the work: keras_bert_cli/run_ner.py (`python run_ner.py --helpshort` lists the flags).
+The flags and the work: keras_bert_cli/run_ner.py;
+`python run_ner.py --helpshort` lists the flags.
 """
 
 from keras_bert_cli.run_ner import console_main

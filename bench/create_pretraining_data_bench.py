@@ -38,18 +38,38 @@ def run_model_garden(corpus, vocab, output, args):
     logging.set_verbosity(logging.WARNING)  # it logs its first 20 examples in full
     start = time.perf_counter()
     instances = mg.create_training_instances(
-        [corpus], tokenizer, mg.get_processor_text_fn(False, True), args.max_seq_length, args.dupe_factor, 0.1, 0.15, args.max_predictions_per_seq,
-        random.Random(12345), False, None,
+        [corpus],
+        tokenizer,
+        mg.get_processor_text_fn(False, True),
+        args.max_seq_length,
+        args.dupe_factor,
+        0.1,
+        0.15,
+        args.max_predictions_per_seq,
+        random.Random(12345),
+        False,
+        None,
     )
-    mg.write_instance_to_example_files(instances, tokenizer, args.max_seq_length, args.max_predictions_per_seq, [output],
-                                       gzip_compress=False, use_v2_feature_names=False)
+    mg.write_instance_to_example_files(
+        instances,
+        tokenizer,
+        args.max_seq_length,
+        args.max_predictions_per_seq,
+        [output],
+        gzip_compress=False,
+        use_v2_feature_names=False,
+    )
     return len(instances), time.perf_counter() - start
 
 
 def run_ours(corpus, vocab, output, args, num_workers, documents_per_unit):
     options = PretrainingDataOptions(
-        vocab_file=vocab, max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions_per_seq,
-        dupe_factor=args.dupe_factor, num_workers=num_workers, documents_per_unit=documents_per_unit,
+        vocab_file=vocab,
+        max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq,
+        dupe_factor=args.dupe_factor,
+        num_workers=num_workers,
+        documents_per_unit=documents_per_unit,
     )
     start = time.perf_counter()
     summary = create_pretraining_data([corpus], [output], options, log=lambda message: None)
@@ -67,11 +87,15 @@ def main():
     args = parser.parse_args()
     vocab = args.vocab_file or default_vocab()
     if not os.path.isfile(args.corpus):
-        sys.exit(f"{args.corpus}: no such corpus; pass --corpus=PATH (one sentence per line, blank line between documents)")
+        sys.exit(
+            f"{args.corpus}: no such corpus; pass --corpus=PATH (one sentence per line, blank line between documents)"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         output = os.path.join(tmp, "out.tfrecord")
-        print(f"corpus {os.path.basename(args.corpus)}, dupe_factor {args.dupe_factor}, "
-              f"max_seq_length {args.max_seq_length}, {os.cpu_count()} CPUs")
+        print(
+            f"corpus {os.path.basename(args.corpus)}, dupe_factor {args.dupe_factor}, "
+            f"max_seq_length {args.max_seq_length}, {os.cpu_count()} CPUs"
+        )
         mg_instances, mg_seconds = run_model_garden(args.corpus, vocab, output, args)
         rows = [("tf-models-official", mg_instances, mg_seconds)]
         for name, workers, unit in (("ours, 1 process", 1, 256), ("ours, 1 process, units of 16 documents", 1, 16)):
@@ -87,7 +111,9 @@ def main():
         with open(big, "w", encoding="utf-8") as writer:
             writer.write(text * args.scale_copies)
         print(f"\nscaling: {args.scale_copies} copies of the corpus, units of 64 documents, worker start-up included")
-        rows = [(f"ours, {workers} process(es)", *run_ours(big, vocab, output, args, workers, 64)) for workers in (1, 2)]
+        rows = [
+            (f"ours, {workers} process(es)", *run_ours(big, vocab, output, args, workers, 64)) for workers in (1, 2)
+        ]
         _print_rows(rows, rows[0][1] / rows[0][2], against="vs 1")
 
 

@@ -15,7 +15,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-SHARED_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "data")
+SHARED_DATA = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "data"
+)
 
 
 def google_model_dir(root):
@@ -41,11 +43,24 @@ def google_model_dir(root):
 def options(model_dir, output_dir, **overrides):
     from keras_bert_impl.runners.finetuning import FineTuningOptions
 
-    values = dict(bert_config_file=os.path.join(model_dir, "bert_config.json"), vocab_file=os.path.join(model_dir, "vocab.txt"),
-                  init_checkpoint=os.path.join(model_dir, "bert_model.ckpt"), output_dir=output_dir, do_lower_case=True,
-                  max_seq_length=128, do_train=True, do_eval=True, train_batch_size=32, eval_batch_size=32,
-                  predict_batch_size=32, learning_rate=5e-5, num_train_epochs=3.0, warmup_proportion=0.1,
-                  save_checkpoints_steps=100000, iterations_per_loop=50)
+    values = dict(
+        bert_config_file=os.path.join(model_dir, "bert_config.json"),
+        vocab_file=os.path.join(model_dir, "vocab.txt"),
+        init_checkpoint=os.path.join(model_dir, "bert_model.ckpt"),
+        output_dir=output_dir,
+        do_lower_case=True,
+        max_seq_length=128,
+        do_train=True,
+        do_eval=True,
+        train_batch_size=32,
+        eval_batch_size=32,
+        predict_batch_size=32,
+        learning_rate=5e-5,
+        num_train_epochs=3.0,
+        warmup_proportion=0.1,
+        save_checkpoints_steps=100000,
+        iterations_per_loop=50,
+    )
     values.update(overrides)
     return FineTuningOptions(**values)
 
@@ -55,8 +70,9 @@ def run_mrpc(model_dir, root, log):
     from tfrecord_tools.classification_data import ClassificationProcessor
 
     processor = ClassificationProcessor.for_task("MRPC", os.path.join(SHARED_DATA, "MRPC"))
-    return run_classifier(options(model_dir, os.path.join(root, "mrpc")), "MRPC", processor.data_dir, processor,
-                          log=log).eval
+    return run_classifier(
+        options(model_dir, os.path.join(root, "mrpc")), "MRPC", processor.data_dir, processor, log=log
+    ).eval
 
 
 def run_sst2(model_dir, root, log, sentences=4000, seed=12345):
@@ -81,12 +97,26 @@ def run_sst2(model_dir, root, log, sentences=4000, seed=12345):
 def run_conll(model_dir, root, log, sentences=5000):
     from keras_bert_impl.runners.run_ner import run_ner
 
-    return run_ner(options(model_dir, os.path.join(root, "conll")), os.path.join(SHARED_DATA, "CoNLL2003"),
-                   max_train_sentences=sentences, log=log).eval
+    return run_ner(
+        options(model_dir, os.path.join(root, "conll")),
+        os.path.join(SHARED_DATA, "CoNLL2003"),
+        max_train_sentences=sentences,
+        log=log,
+    ).eval
 
 
-def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epochs=5.0, learning_rate=3e-4,
-                 mixed_precision="mixed_bfloat16", train_article_step=1, add_v11_articles=False):
+def run_squad_v2(
+    model_dir,
+    root,
+    log,
+    eval_articles=5,
+    max_seq_length=256,
+    epochs=5.0,
+    learning_rate=3e-4,
+    mixed_precision="mixed_bfloat16",
+    train_article_step=1,
+    add_v11_articles=False,
+):
     """Google's recipe but lr 3e-4 for 5 epochs (Google's range for its small BERTs goes to 3e-4):
     with 6k questions lr 5e-5 for 2 epochs left every answer below the null score, and lr 1e-4 for
     3 epochs still underfit the training articles (F1 62 on them). bfloat16 matmuls: 1.3x here."""
@@ -103,16 +133,36 @@ def run_squad_v2(model_dir, root, log, eval_articles=5, max_seq_length=256, epoc
         paths[name] = os.path.join(root, f"squad_{name}.json")
         with open(paths[name], "w", encoding="utf-8") as writer:
             json.dump({"version": "v2.0", "data": articles}, writer)
-    results = run_squad(options(model_dir, os.path.join(root, "squad"), max_seq_length=max_seq_length, do_predict=True,
-                                do_eval=False, num_train_epochs=epochs, predict_batch_size=32, learning_rate=learning_rate,
-                                mixed_precision=mixed_precision),
-                        paths["train"], paths["eval"], version_2_with_negative=True, doc_stride=128, max_query_length=64,
-                        log=log).eval
+    results = run_squad(
+        options(
+            model_dir,
+            os.path.join(root, "squad"),
+            max_seq_length=max_seq_length,
+            do_predict=True,
+            do_eval=False,
+            num_train_epochs=epochs,
+            predict_batch_size=32,
+            learning_rate=learning_rate,
+            mixed_precision=mixed_precision,
+        ),
+        paths["train"],
+        paths["eval"],
+        version_2_with_negative=True,
+        doc_stride=128,
+        max_query_length=64,
+        log=log,
+    ).eval
     all_null = evaluate_v2(evaluation, {qa["id"]: "" for a in evaluation for p in a["paragraphs"] for qa in p["qas"]})
     results = dict(results)
     results["all_null_baseline_f1"] = all_null["f1"]
-    results.update(max_seq_length=max_seq_length, epochs=epochs, learning_rate=learning_rate, mixed_precision=mixed_precision,
-                   train_articles=len(train), train_questions=sum(len(p["qas"]) for a in train for p in a["paragraphs"]))
+    results.update(
+        max_seq_length=max_seq_length,
+        epochs=epochs,
+        learning_rate=learning_rate,
+        mixed_precision=mixed_precision,
+        train_articles=len(train),
+        train_questions=sum(len(p["qas"]) for a in train for p in a["paragraphs"]),
+    )
     return results
 
 

@@ -75,19 +75,27 @@ def ours(layers, hidden, heads, batch_size, steps, jit, policy):
     import keras
 
     from keras_bert_impl.models.bert_config import BertConfig
-    from keras_bert_impl.training.optimization import create_optimizer
     from keras_bert_impl.tasks.pretraining import PretrainingTask
+    from keras_bert_impl.training.optimization import create_optimizer
     from keras_bert_impl.training.trainer import Trainer
 
     keras.mixed_precision.set_global_policy(policy)
-    config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=4 * hidden, type_vocab_size=2)
+    config = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        type_vocab_size=2,
+    )
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0" if not tf.config.list_logical_devices("GPU") else "/gpu:0")
     task = PretrainingTask(config, SEQ, PRED)
     with strategy.scope():
         model = task.build_model()
         optimizer = create_optimizer(1e-4, 10000, 100)
-    trainer = Trainer(strategy, task, model, optimizer, "/tmp/unused", steps_per_loop=steps, jit_compile=jit, log=lambda m: None)
+    trainer = Trainer(
+        strategy, task, model, optimizer, "/tmp/unused", steps_per_loop=steps, jit_compile=jit, log=lambda m: None
+    )
     iterator = iter(tf.data.Dataset.from_tensors(batch_of(batch_size)).repeat())
     trainer._train_loop(iterator, tf.constant(1))  # warm-up: trace and compile
     return lambda: _timed(lambda: trainer._train_loop(iterator, tf.constant(steps))) / steps
@@ -98,22 +106,36 @@ def model_garden(layers, hidden, heads, batch_size, steps, jit, policy):
     from official.nlp.modeling import models, networks
 
     tf_keras.mixed_precision.set_global_policy(policy)
-    encoder = networks.BertEncoder(vocab_size=VOCAB, hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
-                                   inner_dim=4 * hidden, max_sequence_length=512, type_vocab_size=2)
-    pretrainer = models.BertPretrainerV2(encoder_network=encoder,
-                                         classification_heads=[_mg_nsp_head(hidden)])
+    encoder = networks.BertEncoder(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_attention_heads=heads,
+        inner_dim=4 * hidden,
+        max_sequence_length=512,
+        type_vocab_size=2,
+    )
+    pretrainer = models.BertPretrainerV2(encoder_network=encoder, classification_heads=[_mg_nsp_head(hidden)])
     optimizer = tf_keras.optimizers.experimental.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6)
     data = batch_of(batch_size)
-    inputs = {"input_word_ids": data["input_ids"], "input_mask": data["input_mask"], "input_type_ids": data["segment_ids"],
-              "masked_lm_positions": data["masked_lm_positions"]}
+    inputs = {
+        "input_word_ids": data["input_ids"],
+        "input_mask": data["input_mask"],
+        "input_type_ids": data["segment_ids"],
+        "masked_lm_positions": data["masked_lm_positions"],
+    }
 
     @tf.function(jit_compile=jit)
     def step():
         with tf.GradientTape() as tape:
             outputs = pretrainer(inputs, training=True)
             logits = {k: tf.cast(v, tf.float32) for k, v in outputs.items()}
-            mlm = tf_keras.losses.sparse_categorical_crossentropy(data["masked_lm_ids"], logits["mlm_logits"], from_logits=True)
-            nsp = tf_keras.losses.sparse_categorical_crossentropy(data["next_sentence_labels"][:, 0], logits["next_sentence"], from_logits=True)
+            mlm = tf_keras.losses.sparse_categorical_crossentropy(
+                data["masked_lm_ids"], logits["mlm_logits"], from_logits=True
+            )
+            nsp = tf_keras.losses.sparse_categorical_crossentropy(
+                data["next_sentence_labels"][:, 0], logits["next_sentence"], from_logits=True
+            )
             loss = tf.reduce_mean(mlm) + tf.reduce_mean(nsp)
         gradients = tape.gradient(loss, pretrainer.trainable_variables)
         gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
@@ -139,18 +161,37 @@ def keras_hub(layers, hidden, heads, batch_size, steps, jit, policy):
     import keras_hub as hub
 
     keras.mixed_precision.set_global_policy(policy)
-    backbone = hub.models.BertBackbone(vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
-                                       intermediate_dim=4 * hidden, max_sequence_length=512, num_segments=2)
+    backbone = hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=layers,
+        num_heads=heads,
+        hidden_dim=hidden,
+        intermediate_dim=4 * hidden,
+        max_sequence_length=512,
+        num_segments=2,
+    )
     model = hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
     optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
-    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=jit)
+    model.compile(
+        optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit
+    )
     data = batch_of(batch_size)
-    inputs = {"token_ids": data["input_ids"], "padding_mask": data["input_mask"], "segment_ids": data["segment_ids"],
-              "mask_positions": data["masked_lm_positions"]}
+    inputs = {
+        "token_ids": data["input_ids"],
+        "padding_mask": data["input_mask"],
+        "segment_ids": data["segment_ids"],
+        "mask_positions": data["masked_lm_positions"],
+    }
     model.train_on_batch(inputs, data["masked_lm_ids"], sample_weight=data["masked_lm_weights"])
-    return lambda: _timed(lambda: [model.train_on_batch(inputs, data["masked_lm_ids"], sample_weight=data["masked_lm_weights"])
-                                   for _ in range(steps)]) / steps
+    return lambda: (
+        _timed(
+            lambda: [
+                model.train_on_batch(inputs, data["masked_lm_ids"], sample_weight=data["masked_lm_weights"])
+                for _ in range(steps)
+            ]
+        )
+        / steps
+    )
 
 
 def main():
@@ -159,32 +200,46 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--jit_compile", default="both", choices=["both", "on", "off"])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--precision", default="float32",
-                        help="comma list of Keras dtype policies, e.g. float32,mixed_bfloat16 (all three use it)")
+    parser.add_argument(
+        "--precision",
+        default="float32",
+        help="comma list of Keras dtype policies, e.g. float32,mixed_bfloat16 (all three use it)",
+    )
     args = parser.parse_args()
     policies = args.precision.split(",")
     peaks = {policy: matmul_peak("bfloat16" if "bfloat16" in policy else "float32") for policy in policies}
     for policy, peak in peaks.items():
-        print(f"matmul peak ({policy}, 2048^3, this run): {peak / 1e9:.1f} GFLOP/s; {os.cpu_count()} CPUs; TF {tf.__version__}")
+        print(
+            f"matmul peak ({policy}, 2048^3, this run): {peak / 1e9:.1f} GFLOP/s; "
+            f"{os.cpu_count()} CPUs; TF {tf.__version__}"
+        )
     modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit_compile]
-    print(f"{'model':6s} {'implementation':14s} {'precision':15s} {'xla':4s} {'batch':>5s} {'s/step':>8s} {'examples/s':>10s} "
-          f"{'vs MG':>6s} {'vs hub':>6s} {'of peak':>7s}")
+    print(
+        f"{'model':6s} {'implementation':14s} {'precision':15s} {'xla':4s} {'batch':>5s} {'s/step':>8s} "
+        f"{'examples/s':>10s} "
+        f"{'vs MG':>6s} {'vs hub':>6s} {'of peak':>7s}"
+    )
     for name in args.models.split(","):
         layers, hidden, heads, batch_size = MODELS[name]
         steps = args.steps if name != "base" else 2
         flops = train_flops(layers, hidden, batch_size)
         for policy, jit in [(policy, jit) for policy in policies for jit in modes]:
             peak = peaks[policy]
-            runners = {impl.__name__: impl(layers, hidden, heads, batch_size, steps, jit, policy)
-                       for impl in (ours, model_garden, keras_hub)}
+            runners = {
+                impl.__name__: impl(layers, hidden, heads, batch_size, steps, jit, policy)
+                for impl in (ours, model_garden, keras_hub)
+            }
             # Interleaved rounds, best of each: the machine is shared and noisy.
             times = {impl: float("inf") for impl in runners}
             for _ in range(args.rounds):
                 for impl, run in runners.items():
                     times[impl] = min(times[impl], run())
             for impl, seconds in times.items():
-                print(f"{name:6s} {impl:14s} {policy:15s} {'on' if jit else 'off':4s} {batch_size:5d} {seconds:8.4f} {batch_size / seconds:10.1f} "
-                      f"{times['model_garden'] / seconds:5.2f}x {times['keras_hub'] / seconds:5.2f}x {flops / seconds / peak:6.1%}")
+                print(
+                    f"{name:6s} {impl:14s} {policy:15s} {'on' if jit else 'off':4s} {batch_size:5d} {seconds:8.4f} "
+                    f"{batch_size / seconds:10.1f} {times['model_garden'] / seconds:5.2f}x "
+                    f"{times['keras_hub'] / seconds:5.2f}x {flops / seconds / peak:6.1%}"
+                )
 
 
 if __name__ == "__main__":

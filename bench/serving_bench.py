@@ -81,24 +81,39 @@ def export_model_garden(config, vocab, directory):
     from official.nlp.modeling import models, networks
     from official.nlp.serving import serving_modules
 
-    encoder = networks.BertEncoder(vocab_size=config.vocab_size, hidden_size=config.hidden_size,
-                                   num_layers=config.num_hidden_layers, num_attention_heads=config.num_attention_heads,
-                                   inner_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings,
-                                   type_vocab_size=config.type_vocab_size)
+    encoder = networks.BertEncoder(
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        num_layers=config.num_hidden_layers,
+        num_attention_heads=config.num_attention_heads,
+        inner_dim=config.intermediate_size,
+        max_sequence_length=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+    )
     classifier = models.BertClassifier(network=encoder, num_classes=2)
-    params = serving_modules.SentencePrediction.Params(inputs_only=False, parse_sequence_length=SEQ,
-                                                        text_fields=["text_a", "text_b"], vocab_file=vocab, lower_case=True)
+    params = serving_modules.SentencePrediction.Params(
+        inputs_only=False,
+        parse_sequence_length=SEQ,
+        text_fields=["text_a", "text_b"],
+        vocab_file=vocab,
+        lower_case=True,
+    )
     module = serving_modules.SentencePrediction(params=params, model=classifier)
-    return export_base.export(module, {"serve": "serve", "serve_text_examples": "serve_text_examples"}, directory,
-                              timestamped=False)
+    return export_base.export(
+        module, {"serve": "serve", "serve_text_examples": "serve_text_examples"}, directory, timestamped=False
+    )
 
 
 def text_examples(pairs):
     def feature(text):
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode("utf-8")]))
 
-    return [tf.train.Example(features=tf.train.Features(feature={"text_a": feature(a), "text_b": feature(b)}))
-            .SerializeToString() for a, b in pairs]
+    return [
+        tf.train.Example(
+            features=tf.train.Features(feature={"text_a": feature(a), "text_b": feature(b)})
+        ).SerializeToString()
+        for a, b in pairs
+    ]
 
 
 def calls(ours, garden, pairs):
@@ -112,8 +127,11 @@ def calls(ours, garden, pairs):
         "ours: raw text (serving_default)": lambda: ours.signatures["serving_default"](text_a=text_a, text_b=text_b),
         "ours: ids (serve_ids)": lambda: ours.signatures["serve_ids"](**ids),
         "tf-models-official: ids (serve)": lambda: garden.signatures["serve"](
-            input_word_ids=ids["input_ids"], input_mask=ids["input_mask"], input_type_ids=ids["segment_ids"]),
-        "tf-models-official: text (serve_text_examples)": lambda: garden.signatures["serve_text_examples"](examples=examples),
+            input_word_ids=ids["input_ids"], input_mask=ids["input_mask"], input_type_ids=ids["segment_ids"]
+        ),
+        "tf-models-official: text (serve_text_examples)": lambda: garden.signatures["serve_text_examples"](
+            examples=examples
+        ),
     }
 
 
@@ -143,14 +161,22 @@ def main():
     tokenizer = FullTokenizer(vocab, do_lower_case=True)
     texts, source = sentences()
     pairs = text_pairs(32, texts, tokenizer)
-    print(f"{os.cpu_count()} CPUs; TF {tf.__version__}; texts from {source}; seq {SEQ}; "
-          f"word pieces per pair: {np.mean([sum(len(tokenizer.tokenize(t)) for t in p) for p in pairs]):.0f} (truncated to {SEQ - 3})")
+    print(
+        f"{os.cpu_count()} CPUs; TF {tf.__version__}; texts from {source}; seq {SEQ}; "
+        f"word pieces per pair: {np.mean([sum(len(tokenizer.tokenize(t)) for t in p) for p in pairs]):.0f} "
+        f"(truncated to {SEQ - 3})"
+    )
     with tempfile.TemporaryDirectory() as work:
         for name in args.models.split(","):
             layers, hidden, heads, intermediate = MODELS[name]
-            config = BertConfig(vocab_size=len(open(vocab, encoding="utf-8").read().splitlines()), hidden_size=hidden,
-                                num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=intermediate,
-                                type_vocab_size=2)
+            config = BertConfig(
+                vocab_size=len(open(vocab, encoding="utf-8").read().splitlines()),
+                hidden_size=hidden,
+                num_hidden_layers=layers,
+                num_attention_heads=heads,
+                intermediate_size=intermediate,
+                type_vocab_size=2,
+            )
             ours = tf.saved_model.load(export_ours(config, vocab, os.path.join(work, f"ours_{name}")))
             garden = tf.saved_model.load(export_model_garden(config, vocab, os.path.join(work, f"garden_{name}")))
             latency_calls, throughput_calls = calls(ours, garden, pairs[:1]), calls(ours, garden, pairs)
@@ -161,14 +187,17 @@ def main():
             for _ in range(args.rounds):
                 for signature in latency_calls:
                     latency[signature] = min(latency[signature], _seconds(latency_calls[signature], args.latency_calls))
-                    throughput[signature] = max(throughput[signature],
-                                                len(pairs) / _seconds(throughput_calls[signature], args.throughput_calls))
+                    throughput[signature] = max(
+                        throughput[signature], len(pairs) / _seconds(throughput_calls[signature], args.throughput_calls)
+                    )
             ids_latency = latency["ours: ids (serve_ids)"]
             print(f"\n{name} (L{layers}/H{hidden}), classifier, seq {SEQ}")
             print(f"{'signature':48s} {'batch 1 ms':>10s} {'vs ours ids':>11s} {'batch 32 ex/s':>13s}")
             for signature in latency:
-                print(f"{signature:48s} {latency[signature] * 1e3:10.1f} {latency[signature] / ids_latency - 1:+10.1%} "
-                      f"{throughput[signature]:13.1f}")
+                print(
+                    f"{signature:48s} {latency[signature] * 1e3:10.1f} {latency[signature] / ids_latency - 1:+10.1%} "
+                    f"{throughput[signature]:13.1f}"
+                )
             overhead = latency["ours: raw text (serving_default)"] / ids_latency - 1
             print(f"tokenization + packing in the graph: {overhead:+.1%} of the ids-only latency (target < 10%)")
 

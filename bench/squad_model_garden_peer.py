@@ -30,8 +30,16 @@ def features_for(path, tokenizer, is_training, max_seq_length, doc_stride=128, m
     if is_training:
         random.Random(12345).shuffle(examples)
     features = []
-    squad_lib.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training,
-                                           lambda feature, is_padding=False: features.append(feature), batch_size=1)
+    squad_lib.convert_examples_to_features(
+        examples,
+        tokenizer,
+        max_seq_length,
+        doc_stride,
+        max_query_length,
+        is_training,
+        lambda feature, is_padding=False: features.append(feature),
+        batch_size=1,
+    )
     return examples, features
 
 
@@ -88,15 +96,21 @@ def main():
         "start_positions": np.array([f.start_position for f in train_features], np.int32),
         "end_positions": np.array([f.end_position for f in train_features], np.int32),
     }
-    dataset = (tf.data.Dataset.from_tensor_slices(columns).shuffle(len(train_features), seed=12345).repeat()
-               .batch(args.batch_size, drop_remainder=True))
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(columns)
+        .shuffle(len(train_features), seed=12345)
+        .repeat()
+        .batch(args.batch_size, drop_remainder=True)
+    )
 
     @tf.function
     def train_step(batch):
         inputs = {name: batch[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
         with tf.GradientTape() as tape:
             start_logits, end_logits = model(inputs, training=True)
-            start = tf_keras.losses.sparse_categorical_crossentropy(batch["start_positions"], start_logits, from_logits=True)
+            start = tf_keras.losses.sparse_categorical_crossentropy(
+                batch["start_positions"], start_logits, from_logits=True
+            )
             end = tf_keras.losses.sparse_categorical_crossentropy(batch["end_positions"], end_logits, from_logits=True)
             loss = (tf.reduce_mean(start) + tf.reduce_mean(end)) / 2.0
         grads = tape.gradient(loss, model.trainable_variables)
@@ -108,8 +122,11 @@ def main():
         losses.append(float(train_step(batch)))
         if step % 50 == 0 or step == steps:
             rate = step * args.batch_size / (time.time() - began)
-            print(f"step {step}/{steps} loss={np.mean(losses[-50:]):.4f} {rate:.1f} examples/s "
-                  f"ETA {(steps - step) * args.batch_size / rate / 60:.1f} min", flush=True)
+            print(
+                f"step {step}/{steps} loss={np.mean(losses[-50:]):.4f} {rate:.1f} examples/s "
+                f"ETA {(steps - step) * args.batch_size / rate / 60:.1f} min",
+                flush=True,
+            )
 
     eval_examples, eval_features = features_for(eval_path, tokenizer, False, args.max_seq_length)
     predict = tf.function(lambda inputs: model(inputs, training=False))
@@ -117,14 +134,19 @@ def main():
     results = []
     for begin in range(0, len(eval_features), 64):
         chunk = eval_features[begin : begin + 64]
-        inputs = {"input_word_ids": tf.constant([f.input_ids for f in chunk], tf.int32),
-                  "input_mask": tf.constant([f.input_mask for f in chunk], tf.int32),
-                  "input_type_ids": tf.constant([f.segment_ids for f in chunk], tf.int32)}
+        inputs = {
+            "input_word_ids": tf.constant([f.input_ids for f in chunk], tf.int32),
+            "input_mask": tf.constant([f.input_mask for f in chunk], tf.int32),
+            "input_type_ids": tf.constant([f.segment_ids for f in chunk], tf.int32),
+        }
         start_logits, end_logits = predict(inputs)
-        results += [RawResult(f.unique_id, s.tolist(), e.tolist())
-                    for f, s, e in zip(chunk, start_logits.numpy(), end_logits.numpy())]
+        results += [
+            RawResult(f.unique_id, s.tolist(), e.tolist())
+            for f, s, e in zip(chunk, start_logits.numpy(), end_logits.numpy())
+        ]
     predictions, nbest, null_odds = squad_lib.postprocess_output(
-        eval_examples, eval_features, results, 20, 30, True, version_2_with_negative=True, null_score_diff_threshold=0.0)
+        eval_examples, eval_features, results, 20, 30, True, version_2_with_negative=True, null_score_diff_threshold=0.0
+    )
     with open(eval_path, encoding="utf-8") as reader:
         dataset_json = json.load(reader)["data"]
     evaluation = dict(squad_evaluate_v2_0.evaluate(dataset_json, predictions, null_odds))
@@ -133,10 +155,18 @@ def main():
     evaluation["any_threshold_best_f1"] = sweep["final_f1"]
     # Without null odds: the official script counts odds above 1.0 as a null answer.
     evaluation["best_non_null_HasAns_f1"] = squad_evaluate_v2_0.evaluate(dataset_json, answers)["HasAns_f1"]
-    evaluation.update(learning_rate=args.learning_rate, epochs=args.epochs, max_seq_length=args.max_seq_length,
-                      seconds=round(time.time() - start_time, 1))
-    for name, value in (("predictions.json", predictions), ("nbest_predictions.json", nbest),
-                        ("null_odds.json", dict(null_odds)), ("eval_results.json", evaluation)):
+    evaluation.update(
+        learning_rate=args.learning_rate,
+        epochs=args.epochs,
+        max_seq_length=args.max_seq_length,
+        seconds=round(time.time() - start_time, 1),
+    )
+    for name, value in (
+        ("predictions.json", predictions),
+        ("nbest_predictions.json", nbest),
+        ("null_odds.json", dict(null_odds)),
+        ("eval_results.json", evaluation),
+    ):
         with open(os.path.join(out, name), "w", encoding="utf-8") as writer:
             json.dump(value, writer, indent=2)
     print("model garden:", json.dumps(evaluation), flush=True)

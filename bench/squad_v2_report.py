@@ -69,9 +69,14 @@ def report(dataset, predictions, null_odds, na_prob_thresh=1.0):
 
     def summary(subset):
         gain, low, high = gain_interval([score - (not answerable) for _, score, answerable, _ in subset])
-        return {"questions": len(subset), "f1": 100.0 * np.mean([row[1] for row in subset]),
-                "all_null_f1": 100.0 * np.mean([not row[2] for row in subset]), "gain": gain, "gain_95": [low, high],
-                "null_odds_auc": null_odds_auc([row[2] for row in subset], [row[3] for row in subset])}
+        return {
+            "questions": len(subset),
+            "f1": 100.0 * np.mean([row[1] for row in subset]),
+            "all_null_f1": 100.0 * np.mean([not row[2] for row in subset]),
+            "gain": gain,
+            "gain_95": [low, high],
+            "null_odds_auc": null_odds_auc([row[2] for row in subset], [row[3] for row in subset]),
+        }
 
     titles = list(dict.fromkeys(row[0] for row in rows))
     return {"all": summary(rows), "articles": {t: summary([r for r in rows if r[0] == t]) for t in titles}}
@@ -88,8 +93,11 @@ def main():
     result = report(dataset, *load_run(args.output_dir), na_prob_thresh=args.na_prob_thresh)
     for title, values in [("all", result["all"]), *result["articles"].items()]:
         low, high = values["gain_95"]
-        print(f"{title[:28]:28} {values['questions']:5d} q  F1 {values['f1']:5.1f}  all-null {values['all_null_f1']:5.1f}  "
-              f"gain {values['gain']:+5.1f} [{low:+5.1f}, {high:+5.1f}]  null-odds AUC {values['null_odds_auc']:.3f}")
+        print(
+            f"{title[:28]:28} {values['questions']:5d} q  F1 {values['f1']:5.1f}  "
+            f"all-null {values['all_null_f1']:5.1f}  "
+            f"gain {values['gain']:+5.1f} [{low:+5.1f}, {high:+5.1f}]  null-odds AUC {values['null_odds_auc']:.3f}"
+        )
     print(json.dumps(result["all"]))
 
 

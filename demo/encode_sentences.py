@@ -23,8 +23,15 @@ def main(_):
 
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=True)
     os.makedirs(FLAGS.output_dir, exist_ok=True)
-    config = BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=64, type_vocab_size=2)
+    config = BertConfig(
+        vocab_size=len(tokenizer.vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    )
     config_file = os.path.join(FLAGS.output_dir, "bert_config.json")
     config.to_json_file(config_file)
     checkpoint = os.path.join(FLAGS.output_dir, "bert_model.ckpt")
@@ -36,7 +43,9 @@ def main(_):
 
     sentences = ["The baker mixes the dough late in the evening.", "Gulls follow the boats."]
     print("tokens:", tokenizer.tokenize(sentences[0]))
-    inputs = pack_pairs(tokenizer.tokenize_to_ids(sentences), None, 16, tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"])
+    inputs = pack_pairs(
+        tokenizer.tokenize_to_ids(sentences), None, 16, tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
+    )
     outputs = encoder({name: value.astype("int32") for name, value in inputs.items()}, training=False)
     np.set_printoptions(precision=4, suppress=True, linewidth=120)
     for sentence, pooled in zip(sentences, np.asarray(outputs["pooled_output"])):

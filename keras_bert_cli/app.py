@@ -26,8 +26,16 @@ FLAGS = flags.FLAGS
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 
 # Errors that mean "the input or the environment is wrong", never "the program is wrong".
-EXPECTED_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError,
-                   ValueError, RuntimeError, UnicodeDecodeError)
+EXPECTED_ERRORS = (
+    FileNotFoundError,
+    FileExistsError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
+    ValueError,
+    RuntimeError,
+    UnicodeDecodeError,
+)
 
 
 def quiet_tensorflow():
@@ -51,8 +59,13 @@ def quiet_tensorflow():
 class _LibraryNoiseFilter(std_logging.Filter):
     """Drops INFO lines that TensorFlow and Keras log through absl (e.g. checkpoint sharding)."""
 
-    _NOISY = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}keras{os.sep}", f"{os.sep}tf_keras{os.sep}",
-              f"{os.sep}official{os.sep}", f"{os.sep}tensorflow_text{os.sep}")
+    _NOISY = (
+        f"{os.sep}tensorflow{os.sep}",
+        f"{os.sep}keras{os.sep}",
+        f"{os.sep}tf_keras{os.sep}",
+        f"{os.sep}official{os.sep}",
+        f"{os.sep}tensorflow_text{os.sep}",
+    )
 
     def filter(self, record):
         return record.levelno >= std_logging.WARNING or not any(part in record.pathname for part in self._NOISY)
@@ -71,7 +84,7 @@ class Log:
 
     def __call__(self, message):
         if message.startswith("warning: "):
-            logging.warning(message[len("warning: "):])
+            logging.warning(message[len("warning: ") :])
         else:
             logging.info(message)
 

@@ -1,6 +1,6 @@
 """Learns a WordPiece `vocab.txt` from raw text files (tensorflow-text's learner).
 
-    python tfrecord_tools/build_vocab.py --input_file=corpus/*.txt --output_file=vocab.txt --vocab_size=8000
+python tfrecord_tools/build_vocab.py --input_file=corpus/*.txt --output_file=vocab.txt --vocab_size=8000
 """
 
 from absl import flags, logging
@@ -12,8 +12,9 @@ flags.DEFINE_string("input_file", None, "Raw text files: a comma list of files o
 flags.DEFINE_string("output_file", None, "Where to write vocab.txt (one token per line).")
 flags.DEFINE_integer("vocab_size", 8000, "Largest vocabulary size (the learner aims within 5% below).")
 flags.DEFINE_bool("do_lower_case", True, "Lower case and strip accents, as the tokenizer will.")
-flags.DEFINE_list("reserved_tokens", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], "Tokens placed first, in this "
-                  "order.")
+flags.DEFINE_list(
+    "reserved_tokens", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], "Tokens placed first, in this order."
+)
 flags.DEFINE_integer("min_count", 2, "Least number of occurrences for a word to be considered whole.")
 flags.mark_flags_as_required(["input_file", "output_file"])
 
@@ -24,8 +25,13 @@ def main(_):
 
     paths = expand_file_patterns(FLAGS.input_file)
     check_writable(FLAGS.output_file, "--output_file")
-    vocab = build_wordpiece_vocab(read_lines(paths, warn=app.Log.warning), FLAGS.vocab_size, FLAGS.do_lower_case,
-                                  FLAGS.reserved_tokens, FLAGS.min_count)
+    vocab = build_wordpiece_vocab(
+        read_lines(paths, warn=app.Log.warning),
+        FLAGS.vocab_size,
+        FLAGS.do_lower_case,
+        FLAGS.reserved_tokens,
+        FLAGS.min_count,
+    )
     with atomic_output(FLAGS.output_file) as writer:
         writer.write("\n".join(vocab) + "\n")
     logging.info("wrote %s: %d tokens", FLAGS.output_file, len(vocab))

@@ -16,8 +16,12 @@ from absl import flags, logging
 from keras_bert_cli import app
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("task_name", None, "A GLUE task (CoLA, SST-2, MRPC, QQP, STS-B, MNLI, MNLI-MM, QNLI, RTE, WNLI, "
-                    "XNLI), tsv (generic), squad, conll or swag.")
+flags.DEFINE_string(
+    "task_name",
+    None,
+    "A GLUE task (CoLA, SST-2, MRPC, QQP, STS-B, MNLI, MNLI-MM, QNLI, RTE, WNLI, "
+    "XNLI), tsv (generic), squad, conll or swag.",
+)
 flags.DEFINE_string("data_dir", None, "Directory of the task's files (not for squad).")
 flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
@@ -44,13 +48,22 @@ def _classification_processor():
     from tfrecord_tools.classification_data import ClassificationProcessor
 
     if FLAGS.task_name.lower() != "tsv":
-        return ClassificationProcessor.for_task(FLAGS.task_name, FLAGS.data_dir, language=FLAGS.xnli_language,
-                                                warn=app.Log.warning)
+        return ClassificationProcessor.for_task(
+            FLAGS.task_name, FLAGS.data_dir, language=FLAGS.xnli_language, warn=app.Log.warning
+        )
 
     def generic(labels):
         return ClassificationProcessor.generic(
-            FLAGS.data_dir, FLAGS.text_a_column, FLAGS.text_b_column, FLAGS.label_column, labels, FLAGS.is_regression,
-            FLAGS.skip_header, FLAGS.delimiter, warn=app.Log.warning)
+            FLAGS.data_dir,
+            FLAGS.text_a_column,
+            FLAGS.text_b_column,
+            FLAGS.label_column,
+            labels,
+            FLAGS.is_regression,
+            FLAGS.skip_header,
+            FLAGS.delimiter,
+            warn=app.Log.warning,
+        )
 
     labels = FLAGS.label_names or ()
     if not labels and not FLAGS.is_regression:
@@ -76,17 +89,33 @@ def main(_):
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     if task == "squad":
         meta = finetuning_data.write_squad_data(
-            tokenizer, FLAGS.max_seq_length, FLAGS.output_dir, FLAGS.train_file, FLAGS.predict_file,
-            FLAGS.version_2_with_negative, FLAGS.doc_stride, FLAGS.max_query_length, warn=app.Log.warning)
+            tokenizer,
+            FLAGS.max_seq_length,
+            FLAGS.output_dir,
+            FLAGS.train_file,
+            FLAGS.predict_file,
+            FLAGS.version_2_with_negative,
+            FLAGS.doc_stride,
+            FLAGS.max_query_length,
+            warn=app.Log.warning,
+        )
     elif task == "conll":
-        meta = finetuning_data.write_conll_data(FLAGS.data_dir, FLAGS.splits, tokenizer, FLAGS.max_seq_length,
-                                                FLAGS.output_dir, warn=app.Log.warning)
+        meta = finetuning_data.write_conll_data(
+            FLAGS.data_dir, FLAGS.splits, tokenizer, FLAGS.max_seq_length, FLAGS.output_dir, warn=app.Log.warning
+        )
     elif task == "swag":
-        meta = finetuning_data.write_swag_data(FLAGS.data_dir, FLAGS.splits, tokenizer, FLAGS.max_seq_length,
-                                               FLAGS.output_dir, warn=app.Log.warning)
+        meta = finetuning_data.write_swag_data(
+            FLAGS.data_dir, FLAGS.splits, tokenizer, FLAGS.max_seq_length, FLAGS.output_dir, warn=app.Log.warning
+        )
     else:
-        meta = finetuning_data.write_classification_data(_classification_processor(), FLAGS.task_name, FLAGS.splits,
-                                                         tokenizer, FLAGS.max_seq_length, FLAGS.output_dir)
+        meta = finetuning_data.write_classification_data(
+            _classification_processor(),
+            FLAGS.task_name,
+            FLAGS.splits,
+            tokenizer,
+            FLAGS.max_seq_length,
+            FLAGS.output_dir,
+        )
     logging.info("wrote %s: %s", FLAGS.output_dir, json.dumps(meta["counts"]))
 
 

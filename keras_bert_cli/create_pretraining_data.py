@@ -20,10 +20,12 @@ flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
 flags.DEFINE_integer("dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than the maximum length.")
-flags.DEFINE_integer("num_workers", 1, "Processes working on units of documents in parallel; output is identical "
-                     "for any value.")
-flags.DEFINE_integer("documents_per_unit", 256, "Documents per unit: the memory bound, and the pool random-next "
-                     "segments come from.")
+flags.DEFINE_integer(
+    "num_workers", 1, "Processes working on units of documents in parallel; output is identical for any value."
+)
+flags.DEFINE_integer(
+    "documents_per_unit", 256, "Documents per unit: the memory bound, and the pool random-next segments come from."
+)
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
 
 
@@ -33,21 +35,33 @@ def main(_):
 
     inputs = expand_file_patterns(FLAGS.input_file)
     check_readable_file(FLAGS.vocab_file, "--vocab_file", "vocab.txt")
-    for name, low in (("max_seq_length", 5), ("dupe_factor", 1), ("max_predictions_per_seq", 1), ("num_workers", 1),
-                      ("documents_per_unit", 1)):
+    for name, low in (
+        ("max_seq_length", 5),
+        ("dupe_factor", 1),
+        ("max_predictions_per_seq", 1),
+        ("num_workers", 1),
+        ("documents_per_unit", 1),
+    ):
         if FLAGS[name].value < low:
             raise ValueError(f"--{name}={FLAGS[name].value}: must be at least {low}")
     outputs = [path.strip() for path in FLAGS.output_file.split(",") if path.strip()]
     for path in outputs:
         check_writable(path, "--output_file")
     options = PretrainingDataOptions(
-        vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case, do_whole_word_mask=FLAGS.do_whole_word_mask,
-        max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor, masked_lm_prob=FLAGS.masked_lm_prob,
-        short_seq_prob=FLAGS.short_seq_prob, num_workers=FLAGS.num_workers,
-        documents_per_unit=FLAGS.documents_per_unit)
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed,
+        dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+        num_workers=FLAGS.num_workers,
+        documents_per_unit=FLAGS.documents_per_unit,
+    )
     logging.info("reading %d input file(s), writing %d output file(s)", len(inputs), len(outputs))
-    summary = create_pretraining_data(inputs, outputs, options, log=app.Log())
+    summary = create_pretraining_data(inputs, outputs, options, log=app.Log(), warn=app.Log.warning)
     for line in summary.lines():
         logging.info(line)
     for path in outputs:

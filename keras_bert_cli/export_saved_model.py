@@ -16,11 +16,13 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the BERT model.")
 flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
-flags.DEFINE_string("init_checkpoint", None, "Weights: Google's TF1 bert_model.ckpt, or one of ours (a run's "
-                    "output_dir).")
+flags.DEFINE_string(
+    "init_checkpoint", None, "Weights: Google's TF1 bert_model.ckpt, or one of ours (a run's output_dir)."
+)
 flags.DEFINE_enum("model_type", "encoder", MODEL_TYPES, "What the SavedModel serves (regression: one score, STS-B).")
-flags.DEFINE_integer("num_labels", None, "classifier / ner without --label_names: the number of classes "
-                     "(named 0..N-1).")
+flags.DEFINE_integer(
+    "num_labels", None, "classifier / ner without --label_names: the number of classes (named 0..N-1)."
+)
 flags.DEFINE_list("label_names", None, "classifier / ner: the label names in id order.")
 flags.DEFINE_integer("num_choices", 4, "multiple_choice: endings per example.")
 flags.DEFINE_integer("max_seq_length", 128, "Longest packed sequence; longer text is truncated.")
@@ -42,10 +44,22 @@ def main(_):
         raise ValueError(f"--model_type={FLAGS.model_type} needs --label_names (or --num_labels)")
     if FLAGS.model_type == "classifier" and len(label_names) == 1:
         raise ValueError("--model_type=classifier needs two or more labels; use --model_type=regression for one score")
-    build_and_export(FLAGS.bert_config_file, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.init_checkpoint,
-                     FLAGS.model_type, FLAGS.export_dir, label_names, FLAGS.num_choices, FLAGS.max_seq_length,
-                     FLAGS.max_query_length, FLAGS.variable_seq_length, FLAGS.force, FLAGS.allow_random_weights,
-                     log=app.Log())
+    build_and_export(
+        FLAGS.bert_config_file,
+        FLAGS.vocab_file,
+        FLAGS.do_lower_case,
+        FLAGS.init_checkpoint,
+        FLAGS.model_type,
+        FLAGS.export_dir,
+        label_names,
+        FLAGS.num_choices,
+        FLAGS.max_seq_length,
+        FLAGS.max_query_length,
+        FLAGS.variable_seq_length,
+        FLAGS.force,
+        FLAGS.allow_random_weights,
+        log=app.Log(),
+    )
 
 
 def console_main():

@@ -30,9 +30,19 @@ flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "bert_c
 def main(_):
     from keras_bert_impl.runners.extract_features import run_extract_features
 
-    run_extract_features(FLAGS.input_file, FLAGS.output_file, FLAGS.bert_config_file, FLAGS.vocab_file,
-                         FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length, FLAGS.do_lower_case,
-                         FLAGS.batch_size, FLAGS.allow_random_weights, log=app.Log())
+    run_extract_features(
+        FLAGS.input_file,
+        FLAGS.output_file,
+        FLAGS.bert_config_file,
+        FLAGS.vocab_file,
+        FLAGS.init_checkpoint,
+        FLAGS.layers,
+        FLAGS.max_seq_length,
+        FLAGS.do_lower_case,
+        FLAGS.batch_size,
+        FLAGS.allow_random_weights,
+        log=app.Log(),
+    )
 
 
 def console_main():

@@ -15,17 +15,27 @@ def define_distribution_flags():
     flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
     flags.DEFINE_string("master", None, "Google's TPU master address (grpc://...); an alias of --tpu.")
     flags.DEFINE_integer("num_tpu_cores", 8, "Only used if --use_tpu: the strategy finds the cores itself.")
-    flags.DEFINE_enum("distribution_strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-                      "The tf.distribute strategy; auto picks TPU, multi-worker (TF_CONFIG), mirrored (GPUs) or one "
-                      "device.")
+    flags.DEFINE_enum(
+        "distribution_strategy",
+        "auto",
+        ["auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+        "The tf.distribute strategy; auto picks TPU, multi-worker (TF_CONFIG), mirrored (GPUs) or one device.",
+    )
     flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "AdamW (Google's BERT) or LAMB for large batches.")
-    flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                      "Keras dtype policy.")
+    flags.DEFINE_enum(
+        "mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Keras dtype policy."
+    )
     flags.DEFINE_bool("jit_compile", False, "XLA-compile each replica's forward and backward pass.")
-    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per replica batch; their gradients are summed.")
+    flags.DEFINE_integer(
+        "gradient_accumulation_steps", 1, "Micro-batches per replica batch; their gradients are summed."
+    )
     flags.DEFINE_integer("random_seed", 12345, "Seed of initialisation, dropout and data shuffling.")
-    flags.DEFINE_float("log_every_seconds", 30.0, "A progress line (examples/s, ETA) at least this often; it does not "
-                       "change how many steps run in one loop call.")
+    flags.DEFINE_float(
+        "log_every_seconds",
+        30.0,
+        "A progress line (examples/s, ETA) at least this often; it does not "
+        "change how many steps run in one loop call.",
+    )
 
 
 def tpu_from_flags():
@@ -45,8 +55,9 @@ def define_training_flags(max_seq_length=128, learning_rate=5e-5, train_batch_si
     flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
     flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
     flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: Google's TF1 bert_model.ckpt or one of ours.")
-    flags.DEFINE_integer("max_seq_length", max_seq_length,
-                         "The maximum total input sequence length after WordPiece tokenization.")
+    flags.DEFINE_integer(
+        "max_seq_length", max_seq_length, "The maximum total input sequence length after WordPiece tokenization."
+    )
     flags.DEFINE_bool("do_train", False, "Whether to run training.")
     flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
     flags.DEFINE_integer("train_batch_size", train_batch_size, "Total (global) batch size for training.")
@@ -54,8 +65,12 @@ def define_training_flags(max_seq_length=128, learning_rate=5e-5, train_batch_si
     flags.DEFINE_float("learning_rate", learning_rate, "The initial learning rate for Adam.")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
     flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps run inside one tf.function call (as on TPUs).")
-    flags.DEFINE_integer("eval_every_n_steps", None, "With --do_train --do_eval: also evaluate every N steps "
-                         "(TensorBoard in OUTPUT_DIR/eval); unset: only at the end.")
+    flags.DEFINE_integer(
+        "eval_every_n_steps",
+        None,
+        "With --do_train --do_eval: also evaluate every N steps "
+        "(TensorBoard in OUTPUT_DIR/eval); unset: only at the end.",
+    )
     define_distribution_flags()
 
 
@@ -70,8 +85,11 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
     flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
     flags.DEFINE_string("export_dir", None, "After training, export a SavedModel that serves raw text here.")
     flags.DEFINE_bool("force", False, "Replace an existing --export_dir.")
-    flags.DEFINE_bool("allow_random_weights", False, "Evaluate / predict / export even when neither --output_dir nor "
-                      "--init_checkpoint holds weights.")
+    flags.DEFINE_bool(
+        "allow_random_weights",
+        False,
+        "Evaluate / predict / export even when neither --output_dir nor --init_checkpoint holds weights.",
+    )
     flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
 
 

@@ -13,8 +13,12 @@ from keras_bert_cli import app
 from keras_bert_cli import flags as shared
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("task_name", None, "The name of the task to train: cola, sst-2, mrpc, qqp, sts-b, mnli, "
-                    "mnli-mm, qnli, rte, wnli, xnli, or tsv (with the column flags).")
+flags.DEFINE_string(
+    "task_name",
+    None,
+    "The name of the task to train: cola, sst-2, mrpc, qqp, sts-b, mnli, "
+    "mnli-mm, qnli, rte, wnli, xnli, or tsv (with the column flags).",
+)
 flags.DEFINE_string("data_dir", None, "The task's .tsv files, or the directory create_finetuning_data.py wrote.")
 flags.DEFINE_string("xnli_language", "zh", "XNLI: the language to train and evaluate on.")
 flags.DEFINE_integer("text_a_column", 0, "tsv: column of the first text.")
@@ -38,11 +42,19 @@ def main(_):
             if not FLAGS.label_names and not FLAGS.is_regression:
                 raise ValueError("--task_name=tsv needs --label_names (or --is_regression)")
             processor = ClassificationProcessor.generic(
-                FLAGS.data_dir, FLAGS.text_a_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.label_names or (),
-                FLAGS.is_regression, delimiter=FLAGS.delimiter, warn=app.Log.warning)
+                FLAGS.data_dir,
+                FLAGS.text_a_column,
+                FLAGS.text_b_column,
+                FLAGS.label_column,
+                FLAGS.label_names or (),
+                FLAGS.is_regression,
+                delimiter=FLAGS.delimiter,
+                warn=app.Log.warning,
+            )
         else:
-            processor = ClassificationProcessor.for_task(FLAGS.task_name, FLAGS.data_dir, language=FLAGS.xnli_language,
-                                                         warn=app.Log.warning)
+            processor = ClassificationProcessor.for_task(
+                FLAGS.task_name, FLAGS.data_dir, language=FLAGS.xnli_language, warn=app.Log.warning
+            )
     run_classifier(shared.options_from_flags(), FLAGS.task_name, FLAGS.data_dir, processor, log=app.Log())
 
 

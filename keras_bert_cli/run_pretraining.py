@@ -18,8 +18,9 @@ flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM
 flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-flags.DEFINE_bool("export_google_checkpoint", True, "Also write the final weights as OUTPUT_DIR/bert_model.ckpt "
-                  "under Google's names.")
+flags.DEFINE_bool(
+    "export_google_checkpoint", True, "Also write the final weights as OUTPUT_DIR/bert_model.ckpt under Google's names."
+)
 shared.define_training_flags(learning_rate=5e-5)
 flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 

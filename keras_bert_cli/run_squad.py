@@ -17,18 +17,23 @@ from keras_bert_cli import flags as shared
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-flags.DEFINE_string("data_dir", None, "Instead of converting the JSON files: the directory create_finetuning_data.py "
-                    "wrote for them.")
-flags.DEFINE_bool("version_2_with_negative", False, "If true, the SQuAD examples contain some that do not have an "
-                  "answer.")
-flags.DEFINE_integer("doc_stride", 128, "When splitting up a long document into chunks, how much stride to take "
-                     "between chunks.")
+flags.DEFINE_string(
+    "data_dir", None, "Instead of converting the JSON files: the directory create_finetuning_data.py wrote for them."
+)
+flags.DEFINE_bool(
+    "version_2_with_negative", False, "If true, the SQuAD examples contain some that do not have an answer."
+)
+flags.DEFINE_integer(
+    "doc_stride", 128, "When splitting up a long document into chunks, how much stride to take between chunks."
+)
 flags.DEFINE_integer("max_query_length", 64, "The maximum number of tokens for the question.")
-flags.DEFINE_integer("n_best_size", 20, "The total number of n-best predictions to generate in the "
-                     "nbest_predictions.json output file.")
+flags.DEFINE_integer(
+    "n_best_size", 20, "The total number of n-best predictions to generate in the nbest_predictions.json output file."
+)
 flags.DEFINE_integer("max_answer_length", 30, "The maximum length of an answer that can be generated.")
-flags.DEFINE_float("null_score_diff_threshold", 0.0, "If null_score - best_non_null is greater than the threshold "
-                   "predict null.")
+flags.DEFINE_float(
+    "null_score_diff_threshold", 0.0, "If null_score - best_non_null is greater than the threshold predict null."
+)
 flags.DEFINE_bool("verbose_logging", False, "If true, all of the warnings related to data processing will be printed.")
 shared.define_common_flags(max_seq_length=384, learning_rate=5e-5)
 
@@ -36,9 +41,20 @@ shared.define_common_flags(max_seq_length=384, learning_rate=5e-5)
 def main(_):
     from keras_bert_impl.runners.run_squad import run_squad
 
-    run_squad(shared.options_from_flags(), FLAGS.train_file, FLAGS.predict_file, FLAGS.version_2_with_negative,
-              FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size, FLAGS.max_answer_length,
-              FLAGS.null_score_diff_threshold, FLAGS.verbose_logging, data_dir=FLAGS.data_dir, log=app.Log())
+    run_squad(
+        shared.options_from_flags(),
+        FLAGS.train_file,
+        FLAGS.predict_file,
+        FLAGS.version_2_with_negative,
+        FLAGS.doc_stride,
+        FLAGS.max_query_length,
+        FLAGS.n_best_size,
+        FLAGS.max_answer_length,
+        FLAGS.null_score_diff_threshold,
+        FLAGS.verbose_logging,
+        data_dir=FLAGS.data_dir,
+        log=app.Log(),
+    )
 
 
 def console_main():

@@ -34,7 +34,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     dataset = _load(args.data_file, "data")
     if "data" not in dataset:
-        sys.exit(f"squad_eval: error: {args.data_file}: no \"data\" key; is it a SQuAD file?")
+        sys.exit(f'squad_eval: error: {args.data_file}: no "data" key; is it a SQuAD file?')
     predictions = _load(args.pred_file, "predictions")
     if args.version == "1.1":
         results = evaluate_v1(dataset["data"], predictions)

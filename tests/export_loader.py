@@ -24,4 +24,9 @@ for name, job in request.items():
         for key, value in function(**tensors).items():
             results[f"{name}/{signature}/{key}"] = value.numpy()
 np.savez(sys.argv[2], **results)
-print("loaded", sorted(request), "modules:", sorted(m for m in sys.modules if m.startswith(("keras_bert_impl", "tfrecord_tools"))))
+print(
+    "loaded",
+    sorted(request),
+    "modules:",
+    sorted(m for m in sys.modules if m.startswith(("keras_bert_impl", "tfrecord_tools"))),
+)

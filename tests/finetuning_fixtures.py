@@ -9,8 +9,37 @@ from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.runners.finetuning import FineTuningOptions
 
-WORDS = ["good", "great", "fine", "bad", "awful", "poor", "the", "movie", "film", "plot", "was", "is", "a", "cat",
-         "sat", "on", "mat", "where", "did", "it", "?", ".", "dog", "ran", "far", "away", "eu", "peter", "paris"]
+WORDS = [
+    "good",
+    "great",
+    "fine",
+    "bad",
+    "awful",
+    "poor",
+    "the",
+    "movie",
+    "film",
+    "plot",
+    "was",
+    "is",
+    "a",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "where",
+    "did",
+    "it",
+    "?",
+    ".",
+    "dog",
+    "ran",
+    "far",
+    "away",
+    "eu",
+    "peter",
+    "paris",
+]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
 
 
@@ -18,8 +47,15 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
 def model_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("model")
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=64, type_vocab_size=2)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    )
     config.to_json_file(str(root / "bert_config.json"))
     import keras
 
@@ -29,10 +65,20 @@ def model_dir(tmp_path_factory):
 
 
 def _options(model_dir, output_dir, **overrides):
-    values = dict(bert_config_file=str(model_dir / "bert_config.json"), vocab_file=str(model_dir / "vocab.txt"),
-                  output_dir=str(output_dir), init_checkpoint=str(model_dir / "bert_model.ckpt"), max_seq_length=16,
-                  train_batch_size=4, eval_batch_size=3, predict_batch_size=3, learning_rate=1e-3,
-                  num_train_epochs=4.0, save_checkpoints_steps=1000, iterations_per_loop=10)
+    values = dict(
+        bert_config_file=str(model_dir / "bert_config.json"),
+        vocab_file=str(model_dir / "vocab.txt"),
+        output_dir=str(output_dir),
+        init_checkpoint=str(model_dir / "bert_model.ckpt"),
+        max_seq_length=16,
+        train_batch_size=4,
+        eval_batch_size=3,
+        predict_batch_size=3,
+        learning_rate=1e-3,
+        num_train_epochs=4.0,
+        save_checkpoints_steps=1000,
+        iterations_per_loop=10,
+    )
     values.update(overrides)
     return FineTuningOptions(**values)
 
@@ -48,6 +94,11 @@ def _mrpc(tmp_path):
     data.mkdir()
     (data / "train.tsv").write_text("\n".join(rows) + "\n")
     (data / "dev.tsv").write_text("\n".join(rows[:10]) + "\n")
-    (data / "test.tsv").write_text("\n".join(["index\t#1 ID\t#2 ID\t#1 String\t#2 String"] +
-                                             [f"{i}\t1\t2\tthe plot was good\tthe movie is bad" for i in range(4)]) + "\n")
+    (data / "test.tsv").write_text(
+        "\n".join(
+            ["index\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+            + [f"{i}\t1\t2\tthe plot was good\tthe movie is bad" for i in range(4)]
+        )
+        + "\n"
+    )
     return data

@@ -22,16 +22,31 @@ def make_pretraining_setup(root, dropout=0.1, seed=0):
             lines.append(" ".join(words[start : start + int(rng.integers(4, 9))]))
         lines.append("")
     os.makedirs(root, exist_ok=True)
-    paths = {name: os.path.join(root, name) for name in ("vocab.txt", "corpus.txt", "bert_config.json", "train.tfrecord")}
+    paths = {
+        name: os.path.join(root, name) for name in ("vocab.txt", "corpus.txt", "bert_config.json", "train.tfrecord")
+    }
     with open(paths["vocab.txt"], "w") as writer:
         writer.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
     with open(paths["corpus.txt"], "w") as writer:
         writer.write("\n".join(lines) + "\n")
-    BertConfig(vocab_size=65, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-               hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, max_position_embeddings=32,
-               type_vocab_size=2).to_json_file(paths["bert_config.json"])
-    options = PretrainingDataOptions(vocab_file=paths["vocab.txt"], max_seq_length=MAX_SEQ,
-                                     max_predictions_per_seq=MAX_PRED, dupe_factor=10, random_seed=seed)
+    BertConfig(
+        vocab_size=65,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+        max_position_embeddings=32,
+        type_vocab_size=2,
+    ).to_json_file(paths["bert_config.json"])
+    options = PretrainingDataOptions(
+        vocab_file=paths["vocab.txt"],
+        max_seq_length=MAX_SEQ,
+        max_predictions_per_seq=MAX_PRED,
+        dupe_factor=10,
+        random_seed=seed,
+    )
     create_pretraining_data([paths["corpus.txt"]], [paths["train.tfrecord"]], options, log=lambda message: None)
     return paths
 

@@ -24,13 +24,21 @@ def main():
     from tests.pretraining_fixtures import pretraining_flags
 
     logs = []
-    flags = pretraining_flags(json.loads(args.setup), args.output_dir, num_train_steps=args.steps, iterations_per_loop=1,
-                              distribution_strategy=args.strategy, export_google_checkpoint=True)
+    flags = pretraining_flags(
+        json.loads(args.setup),
+        args.output_dir,
+        num_train_steps=args.steps,
+        iterations_per_loop=1,
+        distribution_strategy=args.strategy,
+        export_google_checkpoint=True,
+    )
     result = run_pretraining(PretrainingOptions(**flags), log=logs.append)
     losses = [loop["loss"] for loop in result.train.history]
     replicas = int(next(line for line in logs if line.startswith("strategy")).split(" with ")[1].split()[0])
     reader = tf.train.load_checkpoint(os.path.join(args.output_dir, "bert_model.ckpt"))
-    weights = [float(x) for name in sorted(reader.get_variable_to_shape_map()) for x in reader.get_tensor(name).ravel()[:50]]
+    weights = [
+        float(x) for name in sorted(reader.get_variable_to_shape_map()) for x in reader.get_tensor(name).ravel()[:50]
+    ]
     print(json.dumps({"losses": losses, "weights": weights, "replicas": replicas}))
 
 

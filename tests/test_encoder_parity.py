@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from keras_bert_impl.models.bert_config import BertConfig
-from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.checkpoints.google_checkpoint import assign_google_weights
 from keras_bert_impl.checkpoints.hf_weights import load_hf_directory
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from tests.conftest import TINY_CONFIG, make_inputs, minilm_directory
 from tests.google_weights_fixture import random_google_weights
 from tests.model_garden_reference import model_garden_encoder, model_garden_outputs

@@ -14,12 +14,41 @@ from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.serving.export import export_saved_model
 from keras_bert_impl.serving.packer import Packer
 from keras_bert_impl.tasks.registry import create_task
+from tests.conftest import REPO_ROOT, randomize_weights
 from tfrecord_tools.classification_data import pack_pairs, truncate_pair_from_end
 from tfrecord_tools.tokenization import FullTokenizer
-from tests.conftest import REPO_ROOT, randomize_weights
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "where", "?", ".", ",", "!",
-         "h", "##e", "##l", "##o", "w", "##r", "##d", "中", "文", "un", "##aff", "##able", "a", "dog"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "where",
+    "?",
+    ".",
+    ",",
+    "!",
+    "h",
+    "##e",
+    "##l",
+    "##o",
+    "w",
+    "##r",
+    "##d",
+    "中",
+    "文",
+    "un",
+    "##aff",
+    "##able",
+    "a",
+    "dog",
+]
 LENGTH = 12
 TEXT_A = ["the cat sat on the mat .", "", "Héllo, wörld! 中文 " * 30, "where ? unaffable"]
 TEXT_B = ["where ?", "the dog", "", "Héllo wörld"]
@@ -29,11 +58,24 @@ TEXT_B = ["where ?", "the dog", "", "Héllo wörld"]
 def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=37, max_position_embeddings=32, type_vocab_size=2)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=32,
+        type_vocab_size=2,
+    )
     models = {}
-    for model_type, labels in (("encoder", None), ("pretrainer", None), ("classifier", ["no", "yes", "maybe"]),
-                               ("squad", None), ("ner", ["O", "B-X", "I-X"]), ("multiple_choice", None)):
+    for model_type, labels in (
+        ("encoder", None),
+        ("pretrainer", None),
+        ("classifier", ["no", "yes", "maybe"]),
+        ("squad", None),
+        ("ner", ["O", "B-X", "I-X"]),
+        ("multiple_choice", None),
+    ):
         task = create_task(model_type, config, LENGTH, label_names=labels, num_choices=2, max_query_length=4)
         model = randomize_weights(task.build_model(), seed=len(models), scale=0.2)
         export_saved_model(model, task, str(root / "vocab.txt"), True, str(root / model_type))
@@ -55,8 +97,10 @@ def _keras_outputs(model, model_type, inputs):
         positions = np.tile(np.arange(LENGTH, dtype=np.int32), (len(inputs["input_ids"]), 1))
         outputs = model({**inputs, "masked_lm_positions": positions})
         logits = np.asarray(outputs["next_sentence_logits"], np.float64)
-        return {"next_sentence_probabilities": np.exp(logits) / np.exp(logits).sum(-1, keepdims=True),
-                "masked_lm_predictions": np.asarray(outputs["masked_lm_logits"]).argmax(-1)}
+        return {
+            "next_sentence_probabilities": np.exp(logits) / np.exp(logits).sum(-1, keepdims=True),
+            "masked_lm_predictions": np.asarray(outputs["masked_lm_logits"]).argmax(-1),
+        }
     return {name: np.asarray(value) for name, value in model(inputs).items() if name != "encoder_outputs"}
 
 
@@ -68,25 +112,42 @@ def test_every_signature_in_a_fresh_process(exported):
         calls = {}
         if model_type == "multiple_choice":
             contexts, endings = TEXT_A[:2], [TEXT_B[:2], TEXT_B[2:]]
-            ids = pack_pairs([i for i in tokenizer.tokenize_to_ids(contexts) for _ in range(2)],
-                             tokenizer.tokenize_to_ids([e for row in endings for e in row]), LENGTH, 2, 3)
+            ids = pack_pairs(
+                [i for i in tokenizer.tokenize_to_ids(contexts) for _ in range(2)],
+                tokenizer.tokenize_to_ids([e for row in endings for e in row]),
+                LENGTH,
+                2,
+                3,
+            )
             inputs = {name: value.reshape(2, 2, LENGTH).astype(np.int32) for name, value in ids.items()}
             calls["serving_default"] = {"text_a": contexts, "text_b": endings}
         else:
             inputs = _inputs(tokenizer, model_type)
-            calls["serving_default"] = {"text_a": TEXT_A, **({"text_b": TEXT_B} if model_type in ("pretrainer", "classifier", "squad") else {})}
+            calls["serving_default"] = {
+                "text_a": TEXT_A,
+                **({"text_b": TEXT_B} if model_type in ("pretrainer", "classifier", "squad") else {}),
+            }
         calls["serve_ids"] = {name: value.tolist() for name, value in inputs.items()}
-        spec = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=value.reshape(len(value), -1)[0].tolist()))
-                for name, value in inputs.items()}
-        calls["serve_examples"] = {"examples": [tf.train.Example(features=tf.train.Features(feature=spec)).SerializeToString().hex()]}
+        spec = {
+            name: tf.train.Feature(int64_list=tf.train.Int64List(value=value.reshape(len(value), -1)[0].tolist()))
+            for name, value in inputs.items()
+        }
+        calls["serve_examples"] = {
+            "examples": [tf.train.Example(features=tf.train.Features(feature=spec)).SerializeToString().hex()]
+        }
         request[model_type] = {"dir": str(root / model_type), "calls": calls}
         expected[model_type] = (inputs, _keras_outputs(model, model_type, inputs))
     # A copy outside the repository, run from elsewhere: nothing of ours is importable.
     script = root / "loader.py"
     script.write_text(open(os.path.join(REPO_ROOT, "tests", "export_loader.py")).read())
-    run = subprocess.run([sys.executable, str(script), json.dumps(request), str(root / "outputs.npz")],
-                         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
-                         cwd=str(root), timeout=300)
+    run = subprocess.run(
+        [sys.executable, str(script), json.dumps(request), str(root / "outputs.npz")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""),
+        cwd=str(root),
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "modules: []" in run.stdout  # none of our code was imported
     results = np.load(root / "outputs.npz", allow_pickle=True)  # string outputs are object arrays
@@ -100,17 +161,24 @@ def test_every_signature_in_a_fresh_process(exported):
             for name, value in want.items():
                 got = results[f"{model_type}/{signature}/{name}"]
                 rows = slice(0, 1) if signature == "serve_examples" else slice(None)
-                assert np.abs(got.astype(np.float64) - np.asarray(value)[rows]).max() < 1e-5, (model_type, signature, name)
+                assert np.abs(got.astype(np.float64) - np.asarray(value)[rows]).max() < 1e-5, (
+                    model_type,
+                    signature,
+                    name,
+                )
     labels = results["classifier/serving_default/labels"]
     assert set(labels.tolist()) <= {b"no", b"yes", b"maybe"} and len(labels) == 4
     tags = results["ner/serving_default/tags"]
     assert tags.shape == (4, LENGTH)
     # Offsets cut each context token's word out of the original bytes.
     tokens = results["squad/serving_default/tokens"][3]
-    starts, ends = results["squad/serving_default/token_start_offsets"][3], results["squad/serving_default/token_end_offsets"][3]
+    starts, ends = (
+        results["squad/serving_default/token_start_offsets"][3],
+        results["squad/serving_default/token_end_offsets"][3],
+    )
     segment = results["squad/serving_default/segment_ids"][3]
     context = TEXT_B[3].encode()
-    pieces = [(tokens[i], context[starts[i]:ends[i]]) for i in range(LENGTH) if segment[i] == 1 and starts[i] >= 0]
+    pieces = [(tokens[i], context[starts[i] : ends[i]]) for i in range(LENGTH) if segment[i] == 1 and starts[i] >= 0]
     assert pieces and pieces[0] == (b"h", "Héllo".encode())
     assert starts[0] == -1 and tokens[0] == b"[CLS]"
 
@@ -118,12 +186,23 @@ def test_every_signature_in_a_fresh_process(exported):
 def test_saved_model_cli_lists_the_signatures(exported):
     root, _ = exported
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    run = subprocess.run([cli, "show", "--dir", str(root / "classifier"), "--all"], capture_output=True, text=True,
-                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=120)
+    run = subprocess.run(
+        [cli, "show", "--dir", str(root / "classifier"), "--all"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
-    for expected in ("signature_def['serving_default']", "signature_def['serve_ids']", "signature_def['serve_examples']",
-                     "inputs['text_a'] tensor_info", "dtype: DT_STRING", "outputs['probabilities'] tensor_info",
-                     "shape: (-1, 3)"):
+    for expected in (
+        "signature_def['serving_default']",
+        "signature_def['serve_ids']",
+        "signature_def['serve_examples']",
+        "inputs['text_a'] tensor_info",
+        "dtype: DT_STRING",
+        "outputs['probabilities'] tensor_info",
+        "shape: (-1, 3)",
+    ):
         assert expected in run.stdout, expected
 
 
@@ -157,4 +236,6 @@ def test_variable_seq_length_pads_to_the_longest_row():
     for name in ("input_ids", "input_mask", "segment_ids", "token_start_offsets"):
         assert np.array_equal(variable[name].numpy(), fixed[name].numpy()[:, :9]), name
     assert not fixed["input_mask"].numpy()[:, 9:].any()
-    assert fixed["input_ids"].numpy()[0, :5].tolist() == [2, 5, 6, 3, 28] and fixed["segment_ids"].numpy()[0, :6].tolist() == [0, 0, 0, 0, 1, 1]
+    assert fixed["input_ids"].numpy()[0, :5].tolist() == [2, 5, 6, 3, 28] and fixed["segment_ids"].numpy()[
+        0, :6
+    ].tolist() == [0, 0, 0, 0, 1, 1]

@@ -12,6 +12,7 @@ from keras_bert_impl.models.bert_encoder import BertEncoder
 from tests.conftest import REPO_ROOT
 from tests.finetuning_fixtures import VOCAB, _mrpc, _options
 
+
 def test_run_classifier_files_and_keys(model_dir, tmp_path):
     from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
@@ -19,9 +20,15 @@ def test_run_classifier_files_and_keys(model_dir, tmp_path):
     data = _mrpc(tmp_path)
     out = tmp_path / "out"
     logs = []
-    run = run_classifier(_options(model_dir, out, do_train=True, do_eval=True, do_predict=True, num_train_epochs=10.0,
-                                  learning_rate=1e-2),
-                         "MRPC", str(data), ClassificationProcessor.for_task("MRPC", str(data)), log=logs.append)
+    run = run_classifier(
+        _options(
+            model_dir, out, do_train=True, do_eval=True, do_predict=True, num_train_epochs=10.0, learning_rate=1e-2
+        ),
+        "MRPC",
+        str(data),
+        ClassificationProcessor.for_task("MRPC", str(data)),
+        log=logs.append,
+    )
     results = run.eval
     assert run.train.final_step == 60 and len(run.train.history) == 6  # iterations_per_loop 10
     keys = [line.split(" = ")[0] for line in (out / "eval_results.txt").read_text().splitlines()]
@@ -40,38 +47,77 @@ def test_runner_checks_vocab_size_and_casing(model_dir, tmp_path):
     (tmp_path / "short_vocab.txt").write_text("\n".join(VOCAB[:-1]) + "\n")
     processor = ClassificationProcessor.for_task("MRPC", str(_mrpc(tmp_path)))
     with pytest.raises(ValueError, match="short_vocab.txt: has 33 tokens but .* says vocab_size=34"):
-        run_classifier(_options(model_dir, tmp_path / "o", vocab_file=str(tmp_path / "short_vocab.txt"), do_train=True),
-                       "MRPC", processor.data_dir, processor)
+        run_classifier(
+            _options(model_dir, tmp_path / "o", vocab_file=str(tmp_path / "short_vocab.txt"), do_train=True),
+            "MRPC",
+            processor.data_dir,
+            processor,
+        )
     with pytest.raises(ValueError, match="pass --do_lower_case=True"):
-        run_classifier(_options(model_dir, tmp_path / "o", do_lower_case=False, do_train=True,
-                                init_checkpoint="/m/uncased_L-12_H-768_A-12/bert_model.ckpt"), "MRPC",
-                       processor.data_dir, processor)
+        run_classifier(
+            _options(
+                model_dir,
+                tmp_path / "o",
+                do_lower_case=False,
+                do_train=True,
+                init_checkpoint="/m/uncased_L-12_H-768_A-12/bert_model.ckpt",
+            ),
+            "MRPC",
+            processor.data_dir,
+            processor,
+        )
 
 
 def test_run_classifier_command_line(model_dir, tmp_path):
     data = _mrpc(tmp_path)
-    args = [sys.executable, os.path.join(REPO_ROOT, "run_classifier.py"), "--task_name=MRPC", f"--data_dir={data}",
-            f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/bert_config.json",
-            f"--output_dir={tmp_path}/cli", "--do_eval", "--max_seq_length=16", "--eval_batch_size=5",
-            f"--init_checkpoint={model_dir}/bert_model.ckpt"]
+    args = [
+        sys.executable,
+        os.path.join(REPO_ROOT, "run_classifier.py"),
+        "--task_name=MRPC",
+        f"--data_dir={data}",
+        f"--vocab_file={model_dir}/vocab.txt",
+        f"--bert_config_file={model_dir}/bert_config.json",
+        f"--output_dir={tmp_path}/cli",
+        "--do_eval",
+        "--max_seq_length=16",
+        "--eval_batch_size=5",
+        f"--init_checkpoint={model_dir}/bert_model.ckpt",
+    ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert (tmp_path / "cli" / "eval_results.txt").exists()
-    bad = subprocess.run(args[:4] + [f"--vocab_file={tmp_path}/missing.txt"] + args[5:], capture_output=True, text=True,
-                         env=env, timeout=300)
+    bad = subprocess.run(
+        args[:4] + [f"--vocab_file={tmp_path}/missing.txt"] + args[5:],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert bad.returncode != 0 and "missing.txt: no such file" in bad.stderr.splitlines()[-1]
 
 
 def _squad_file(tmp_path):
     context = "the cat sat on the mat . the dog ran far away ."
-    qas = [{"id": "q1", "question": "where did the cat sit ?", "answers": [{"text": "the mat", "answer_start": 15}],
-            "is_impossible": False},
-           {"id": "q2", "question": "where did the dog run ?", "answers": [{"text": "far away", "answer_start": 37}],
-            "is_impossible": False},
-           {"id": "q3", "question": "where did peter sit ?", "answers": [], "is_impossible": True}]
+    qas = [
+        {
+            "id": "q1",
+            "question": "where did the cat sit ?",
+            "answers": [{"text": "the mat", "answer_start": 15}],
+            "is_impossible": False,
+        },
+        {
+            "id": "q2",
+            "question": "where did the dog run ?",
+            "answers": [{"text": "far away", "answer_start": 37}],
+            "is_impossible": False,
+        },
+        {"id": "q3", "question": "where did peter sit ?", "answers": [], "is_impossible": True},
+    ]
     path = tmp_path / "squad.json"
-    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
+    path.write_text(
+        json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]})
+    )
     return path
 
 
@@ -80,10 +126,26 @@ def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
 
     path = _squad_file(tmp_path)
     out = tmp_path / "squad_out"
-    options = _options(model_dir, out, max_seq_length=24, do_train=True, do_predict=True, num_train_epochs=30.0,
-                       train_batch_size=3, learning_rate=3e-3)
-    evaluation = run_squad(options, str(path), str(path), version_2_with_negative=True, doc_stride=8,
-                           max_query_length=8, n_best_size=5, max_answer_length=6).eval
+    options = _options(
+        model_dir,
+        out,
+        max_seq_length=24,
+        do_train=True,
+        do_predict=True,
+        num_train_epochs=30.0,
+        train_batch_size=3,
+        learning_rate=3e-3,
+    )
+    evaluation = run_squad(
+        options,
+        str(path),
+        str(path),
+        version_2_with_negative=True,
+        doc_stride=8,
+        max_query_length=8,
+        n_best_size=5,
+        max_answer_length=6,
+    ).eval
     predictions = json.loads((out / "predictions.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     null_odds = json.loads((out / "null_odds.json").read_text())
@@ -122,7 +184,9 @@ def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
     logits = {f.unique_id: (rng.normal(size=24).tolist(), rng.normal(size=24).tolist()) for f in features}
 
     def split(texts):
-        return [tokenizer.text_tokenizer.split_words(np.array([t.encode() for t in [text]])).to_list()[0] for text in texts]
+        return [
+            tokenizer.text_tokenizer.split_words(np.array([t.encode() for t in [text]])).to_list()[0] for text in texts
+        ]
 
     words = lambda texts: [[w.decode() for w in row] for row in (split(texts))]  # noqa: E731
     predictions, nbest, odds = compute_predictions(examples, features, logits, words, 5, 6, True, 0.0)
@@ -130,14 +194,23 @@ def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
     google_examples = squad_lib.read_squad_examples(str(path), is_training=False, version_2_with_negative=True)
     google_tokenizer = google.FullTokenizer(str(tmp_path / "vocab.txt"))
     google_features = []
-    squad_lib.convert_examples_to_features(google_examples, google_tokenizer, 24, 8, 8, False,
-                                           lambda f, is_padding=False: google_features.append(f), batch_size=1)
+    squad_lib.convert_examples_to_features(
+        google_examples,
+        google_tokenizer,
+        24,
+        8,
+        8,
+        False,
+        lambda f, is_padding=False: google_features.append(f),
+        batch_size=1,
+    )
     import collections
 
     RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
     results = [RawResult(unique_id=u, start_logits=s, end_logits=e) for u, (s, e) in logits.items()]
     want_predictions, want_nbest, want_odds = squad_lib.postprocess_output(
-        google_examples, google_features, results, 5, 6, True, version_2_with_negative=True)
+        google_examples, google_features, results, 5, 6, True, version_2_with_negative=True
+    )
     assert predictions == want_predictions
     assert odds == pytest.approx(dict(want_odds))
     assert [e["text"] for e in nbest["q1"]] == [e["text"] for e in want_nbest["q1"]]
@@ -149,8 +222,12 @@ def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
 
 
 def _conll(tmp_path):
-    sentences = [[("eu", "I-ORG"), ("sat", "O")], [("peter", "I-PER"), ("ran", "O"), ("paris", "I-LOC")],
-                 [("the", "O"), ("eu", "I-ORG")], [("peter", "I-PER"), ("sat", "O")]]
+    sentences = [
+        [("eu", "I-ORG"), ("sat", "O")],
+        [("peter", "I-PER"), ("ran", "O"), ("paris", "I-LOC")],
+        [("the", "O"), ("eu", "I-ORG")],
+        [("peter", "I-PER"), ("sat", "O")],
+    ]
     text = "-DOCSTART- -X- O O\n\n" + "\n\n".join("\n".join(f"{w} NN O {t}" for w, t in s) for s in sentences) + "\n"
     data = tmp_path / "conll"
     data.mkdir()
@@ -163,8 +240,9 @@ def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
     from keras_bert_impl.runners.run_ner import run_ner
 
     out = tmp_path / "ner"
-    results = run_ner(_options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=40.0),
-                      str(_conll(tmp_path))).eval
+    results = run_ner(
+        _options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=40.0), str(_conll(tmp_path))
+    ).eval
     keys = [line.split(" = ")[0] for line in (out / "eval_results.txt").read_text().splitlines()]
     assert keys == ["eval_f1", "eval_precision", "eval_recall", "global_step"]
     assert results["eval_f1"] > 0.9  # memorised
@@ -176,16 +254,21 @@ def test_run_swag_accuracy(model_dir, tmp_path):
     from keras_bert_impl.runners.run_swag import run_swag
 
     header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
-    rows = ["v,{i},x,the cat sat,the cat,gold,sat on the mat .,ran far away .,is a film .,was awful .,0",
-            "v,{i},x,the dog ran,the dog,gold,sat on the mat .,ran far away .,is a film .,was awful .,1"]
+    rows = [
+        "v,{i},x,the cat sat,the cat,gold,sat on the mat .,ran far away .,is a film .,was awful .,0",
+        "v,{i},x,the dog ran,the dog,gold,sat on the mat .,ran far away .,is a film .,was awful .,1",
+    ]
     data = tmp_path / "swag"
     data.mkdir()
     for name in ("train.csv", "val.csv"):
         (data / name).write_text(header + "\n".join(rows[i % 2].format(i=i) for i in range(8)) + "\n")
     out = tmp_path / "swag_out"
-    results = run_swag(_options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=30.0, max_seq_length=12,
-                                learning_rate=1e-2),
-                       str(data)).eval
+    results = run_swag(
+        _options(
+            model_dir, out, do_train=True, do_eval=True, num_train_epochs=30.0, max_seq_length=12, learning_rate=1e-2
+        ),
+        str(data),
+    ).eval
     assert (out / "eval_results.txt").read_text().startswith("eval_accuracy = ")
     assert results["eval_accuracy"] == 1.0
 
@@ -193,15 +276,38 @@ def test_run_swag_accuracy(model_dir, tmp_path):
 def test_extract_features_google_format(model_dir, tmp_path):
     (tmp_path / "input.txt").write_text("the cat sat ||| on the mat\nthe dog\n")
     out = tmp_path / "features.jsonl"
-    run = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "extract_features.py"), f"--input_file={tmp_path}/input.txt",
-                          f"--output_file={out}", f"--vocab_file={model_dir}/vocab.txt",
-                          f"--bert_config_file={model_dir}/bert_config.json", f"--init_checkpoint={model_dir}/bert_model.ckpt",
-                          "--layers=-1,-2", "--max_seq_length=16", "--batch_size=1"],
-                         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO_ROOT, "extract_features.py"),
+            f"--input_file={tmp_path}/input.txt",
+            f"--output_file={out}",
+            f"--vocab_file={model_dir}/vocab.txt",
+            f"--bert_config_file={model_dir}/bert_config.json",
+            f"--init_checkpoint={model_dir}/bert_model.ckpt",
+            "--layers=-1,-2",
+            "--max_seq_length=16",
+            "--batch_size=1",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["linex_index"] for r in records] == [0, 1]
-    assert [f["token"] for f in records[0]["features"]] == ["[CLS]", "the", "cat", "sat", "[SEP]", "on", "the", "mat", "[SEP]"]
+    assert [f["token"] for f in records[0]["features"]] == [
+        "[CLS]",
+        "the",
+        "cat",
+        "sat",
+        "[SEP]",
+        "on",
+        "the",
+        "mat",
+        "[SEP]",
+    ]
     first = records[1]["features"][1]
     assert list(first) == ["token", "layers"] and [layer["index"] for layer in first["layers"]] == [-1, -2]
     assert len(first["layers"][0]["values"]) == 32
@@ -213,4 +319,6 @@ def test_extract_features_google_format(model_dir, tmp_path):
     load_google_checkpoint(encoder, str(model_dir / "bert_model.ckpt"))
     ids = np.array([[2, VOCAB.index("the"), VOCAB.index("dog"), 3]], np.int32)
     outputs = encoder({"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)})
-    assert np.abs(np.asarray(outputs["encoder_outputs"][-1])[0, 1] - np.array(first["layers"][0]["values"])).max() < 1e-5
+    assert (
+        np.abs(np.asarray(outputs["encoder_outputs"][-1])[0, 1] - np.array(first["layers"][0]["values"])).max() < 1e-5
+    )

@@ -6,9 +6,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.models.bert_config import BertConfig
-from keras_bert_impl.models.bert_encoder import BertEncoder
-from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.checkpoints.google_checkpoint import (
     assign_google_weights,
     google_weights,
@@ -17,8 +14,11 @@ from keras_bert_impl.checkpoints.google_checkpoint import (
     weight_table,
     write_google_checkpoint,
 )
+from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.layers.activations import gelu_tanh
 from keras_bert_impl.models.bert_classifier import BertClassifier
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
 from keras_bert_impl.models.bert_span_labeler import BertSpanLabeler
 from tests.conftest import TINY_CONFIG, make_inputs, randomize_weights
@@ -78,9 +78,13 @@ def test_loads_google_layout_and_heads_compute_google_formulas(tiny_config):
 
     w = {name: value.astype(np.float64) for name, value in weights.items()}
     gathered = np.take_along_axis(sequence, positions[:, :, None], axis=1)
-    hidden = np.asarray(gelu_tanh(gathered @ w["cls/predictions/transform/dense/kernel"] + w["cls/predictions/transform/dense/bias"]))
+    hidden = np.asarray(
+        gelu_tanh(gathered @ w["cls/predictions/transform/dense/kernel"] + w["cls/predictions/transform/dense/bias"])
+    )
     mean, var = hidden.mean(-1, keepdims=True), hidden.var(-1, keepdims=True)
-    hidden = (hidden - mean) / np.sqrt(var + 1e-12) * w["cls/predictions/transform/LayerNorm/gamma"] + w["cls/predictions/transform/LayerNorm/beta"]
+    hidden = (hidden - mean) / np.sqrt(var + 1e-12) * w["cls/predictions/transform/LayerNorm/gamma"] + w[
+        "cls/predictions/transform/LayerNorm/beta"
+    ]
     mlm = hidden @ w["bert/embeddings/word_embeddings"].T + w["cls/predictions/output_bias"]
     nsp = pooled @ w["cls/seq_relationship/output_weights"].T + w["cls/seq_relationship/output_bias"]
     assert np.abs(np.asarray(outputs["masked_lm_logits"]) - mlm).max() < 1e-4
@@ -143,8 +147,11 @@ def test_model_garden_converter_reads_what_we_write(tmp_path, tiny_config):
     tiny_config.to_json_file(str(tmp_path / "bert_config.json"))
     mg_config = configs.BertConfig.from_json_file(str(tmp_path / "bert_config.json"))
     converter.convert_checkpoint(
-        mg_config, str(tmp_path / "v2" / "ckpt"), str(tmp_path / "bert_model.ckpt"),
-        checkpoint_model_name="encoder", converted_model="encoder",
+        mg_config,
+        str(tmp_path / "v2" / "ckpt"),
+        str(tmp_path / "bert_model.ckpt"),
+        checkpoint_model_name="encoder",
+        converted_model="encoder",
     )
     reference = converter._create_bert_model(mg_config)
     status = tf.train.Checkpoint(encoder=reference).read(tf.train.latest_checkpoint(str(tmp_path / "v2")))

@@ -5,8 +5,13 @@ import json
 import numpy as np
 import pytest
 
+from keras_bert_impl.checkpoints.hf_weights import (
+    hf_config_to_bert_config,
+    hf_to_google_names,
+    load_hf_directory,
+    read_safetensors,
+)
 from keras_bert_impl.errors import BertConfigError, CheckpointMismatchError
-from keras_bert_impl.checkpoints.hf_weights import hf_config_to_bert_config, hf_to_google_names, load_hf_directory, read_safetensors
 from tests.conftest import TINY_CONFIG, minilm_directory
 
 
@@ -43,7 +48,10 @@ def test_names_and_transposes():
         "cls/seq_relationship/output_weights",
     }
     assert google["bert/encoder/layer_0/intermediate/dense/kernel"].shape == (32, 37)
-    assert np.array_equal(google["bert/encoder/layer_0/attention/self/query/kernel"], hf["bert.encoder.layer.0.attention.self.query.weight"].T)
+    assert np.array_equal(
+        google["bert/encoder/layer_0/attention/self/query/kernel"],
+        hf["bert.encoder.layer.0.attention.self.query.weight"].T,
+    )
     assert np.array_equal(google["cls/seq_relationship/output_weights"], hf["cls.seq_relationship.weight"])
     with pytest.raises(CheckpointMismatchError, match="not part of a BERT model"):
         hf_to_google_names({"roberta.pooler.extra.weight": np.zeros(1)})

@@ -43,10 +43,17 @@ def test_conlleval_matches_seqeval_default_mode():
     assert ours["precision"] == pytest.approx(precision_score(gold, predicted))
     assert ours["recall"] == pytest.approx(recall_score(gold, predicted))
     assert conlleval.chunks(["I-PER", "I-PER", "B-PER", "O", "I-LOC", "I-ORG"]) == [
-        ("PER", 0, 1), ("PER", 2, 2), ("LOC", 4, 4), ("ORG", 5, 5)]
+        ("PER", 0, 1),
+        ("PER", 2, 2),
+        ("LOC", 4, 4),
+        ("ORG", 5, 5),
+    ]
 
 
-SQUAD = {1: os.path.join(SHARED_DATA, "SQuAD", "dev-v1.1-part-a.json"), 2: os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json")}
+SQUAD = {
+    1: os.path.join(SHARED_DATA, "SQuAD", "dev-v1.1-part-a.json"),
+    2: os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json"),
+}
 
 
 def _synthetic_predictions(data, seed):
@@ -88,12 +95,37 @@ def test_squad_v2_evaluation_equals_official_script(tmp_path):
     (tmp_path / "data.json").write_text(json.dumps({"data": data}))
     (tmp_path / "pred.json").write_text(json.dumps(predictions))
     (tmp_path / "odds.json").write_text(json.dumps(odds))
-    run = subprocess.run([sys.executable, "-m", "keras_bert_cli.squad_eval", str(tmp_path / "data.json"),
-                          str(tmp_path / "pred.json"), "--na-prob-file", str(tmp_path / "odds.json")],
-                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "keras_bert_cli.squad_eval",
+            str(tmp_path / "data.json"),
+            str(tmp_path / "pred.json"),
+            "--na-prob-file",
+            str(tmp_path / "odds.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=60,
+    )
     printed = json.loads(run.stdout)
-    assert list(printed) == ["exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total", "NoAns_exact",
-                             "NoAns_f1", "NoAns_total", "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"]
+    assert list(printed) == [
+        "exact",
+        "f1",
+        "total",
+        "HasAns_exact",
+        "HasAns_f1",
+        "HasAns_total",
+        "NoAns_exact",
+        "NoAns_f1",
+        "NoAns_total",
+        "best_exact",
+        "best_exact_thresh",
+        "best_f1",
+        "best_f1_thresh",
+    ]
     assert printed == pytest.approx(ours)
 
 
@@ -107,4 +139,6 @@ def test_squad_v1_evaluation_equals_official_script():
     ours = evaluate_v1(data, predictions)
     want = official.evaluate(data, predictions)  # tf-models-official's copy returns fractions
     assert set(ours) == {"exact_match", "f1"}
-    assert ours["exact_match"] == pytest.approx(100 * want["exact_match"]) and ours["f1"] == pytest.approx(100 * want["final_f1"])
+    assert ours["exact_match"] == pytest.approx(100 * want["exact_match"]) and ours["f1"] == pytest.approx(
+        100 * want["final_f1"]
+    )

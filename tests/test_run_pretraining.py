@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.models.bert_config import BertConfig
-from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
 from keras_bert_impl.models.bert_classifier import BertClassifier
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
 from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 from tests.conftest import REPO_ROOT
@@ -41,9 +41,18 @@ def _env(**extra):
 
 def test_loss_falls_and_eval_results_have_google_keys(setup, tmp_path):
     logs = []
-    flags = pretraining_flags(setup, str(tmp_path / "out"), num_train_steps=300, iterations_per_loop=50,
-                              save_checkpoints_steps=150, num_warmup_steps=20, learning_rate=1e-2, train_batch_size=16,
-                              do_eval=True, max_eval_steps=10)
+    flags = pretraining_flags(
+        setup,
+        str(tmp_path / "out"),
+        num_train_steps=300,
+        iterations_per_loop=50,
+        save_checkpoints_steps=150,
+        num_warmup_steps=20,
+        learning_rate=1e-2,
+        train_batch_size=16,
+        do_eval=True,
+        max_eval_steps=10,
+    )
     run = run_pretraining(PretrainingOptions(**flags), log=logs.append)
     results = run.eval
     losses = [loop["loss"] for loop in run.train.history]
@@ -51,8 +60,14 @@ def test_loss_falls_and_eval_results_have_google_keys(setup, tmp_path):
     assert losses[-1] < losses[0] - 1.0 and run.train.final_step == 300
     text = (tmp_path / "out" / "eval_results.txt").read_text()
     keys = [line.split(" = ")[0] for line in text.splitlines()]
-    assert keys == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
-                    "next_sentence_loss"]
+    assert keys == [
+        "global_step",
+        "loss",
+        "masked_lm_accuracy",
+        "masked_lm_loss",
+        "next_sentence_accuracy",
+        "next_sentence_loss",
+    ]
     assert results["global_step"] == 300 and results["masked_lm_accuracy"] > 0.25
     assert any("examples/s" in line and "ETA" in line for line in logs)
     # TensorBoard summaries and the Google-named export.
@@ -95,12 +110,22 @@ def test_multi_worker_mirrored_two_processes(setup, tmp_path):
     processes = []
     for index in range(2):
         tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-        processes.append(subprocess.Popen([sys.executable, RUNNER, *as_argv(flags)], env=_env(TF_CONFIG=tf_config),
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, RUNNER, *as_argv(flags)],
+                env=_env(TF_CONFIG=tf_config),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [process.communicate(timeout=300) for process in processes]
     for process, (_, stderr) in zip(processes, outputs):
         assert process.returncode == 0, stderr[-3000:]
-    losses = [[line.split("loss=")[1].split()[0] for line in stderr.splitlines() if "step 10/10" in line] for _, stderr in outputs]
+    losses = [
+        [line.split("loss=")[1].split()[0] for line in stderr.splitlines() if "step 10/10" in line]
+        for _, stderr in outputs
+    ]
     assert losses[0] and losses[0] == losses[1]  # both workers saw the same global loss
     assert "2 replica(s)" in outputs[0][1]
     # The model checkpoint is written once, by the chief; worker 1 keeps only its data position.
@@ -113,13 +138,22 @@ def test_multi_worker_mirrored_two_processes(setup, tmp_path):
 def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(setup, tmp_path):
     flags = pretraining_flags(setup, "", num_train_steps=60, save_checkpoints_steps=5, iterations_per_loop=1)
     straight = tmp_path / "straight"
-    run = subprocess.run([sys.executable, RUNNER, *as_argv({**flags, "output_dir": straight})], env=_env(),
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, RUNNER, *as_argv({**flags, "output_dir": straight})],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen([sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})], env=_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 240
     while time.time() < deadline and not (killed / "ckpt-15.index").exists():
         time.sleep(0.05)
@@ -128,11 +162,20 @@ def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(setup, tmp_path
     last = tf.train.latest_checkpoint(str(killed))
     assert last is not None and not last.endswith("ckpt-60")
     resumed_from = int(last.rsplit("-", 1)[1])
-    resume = subprocess.run([sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})], env=_env(),
-                            capture_output=True, text=True, timeout=300)
+    resume = subprocess.run(
+        [sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resume.returncode == 0, resume.stderr[-3000:]
     assert f"at step {resumed_from}" in resume.stderr
-    steps = [int(line.split("step ")[1].split("/")[0]) for line in resume.stderr.splitlines() if " step " in line and "/60 " in line]
+    steps = [
+        int(line.split("step ")[1].split("/")[0])
+        for line in resume.stderr.splitlines()
+        if " step " in line and "/60 " in line
+    ]
     assert steps[0] == resumed_from + 1 and steps[-1] == 60  # no step before the checkpoint trained twice
     # Same weights, optimizer state, data position and dropout randomness: identical final weights.
     final_straight = tf.train.load_checkpoint(str(straight / "bert_model.ckpt"))
@@ -146,8 +189,9 @@ def test_init_from_google_checkpoint_and_from_ours(setup, tmp_path):
     weights = random_google_weights(config, heads=("pretraining",), seed=5)
     prefix = write_google_checkpoint(weights, str(tmp_path / "google" / "bert_model.ckpt"))
     logs = []
-    flags = pretraining_flags(setup, str(tmp_path / "from_google"), init_checkpoint=prefix, do_train=False,
-                              do_eval=True, max_eval_steps=2)
+    flags = pretraining_flags(
+        setup, str(tmp_path / "from_google"), init_checkpoint=prefix, do_train=False, do_eval=True, max_eval_steps=2
+    )
     run_pretraining(PretrainingOptions(**flags), log=logs.append)
     assert any("loaded 46 weights" in line for line in logs)
     model = BertPretrainer(BertEncoder.from_bert_config(config))
@@ -160,7 +204,9 @@ def test_init_from_google_checkpoint_and_from_ours(setup, tmp_path):
     report = initialize_from_checkpoint(classifier, str(trained))
     reference = tf.train.load_checkpoint(str(trained / "bert_model.ckpt"))
     assert "classifier/kernel" in report.initialized
-    assert np.array_equal(classifier.encoder.get_embedding_table().numpy(), reference.get_tensor("bert/embeddings/word_embeddings"))
+    assert np.array_equal(
+        classifier.encoder.get_embedding_table().numpy(), reference.get_tensor("bert/embeddings/word_embeddings")
+    )
 
 
 def test_non_finite_loss_stops_naming_the_step(setup, tmp_path):
@@ -172,13 +218,17 @@ def test_non_finite_loss_stops_naming_the_step(setup, tmp_path):
             weights[0] = float("inf")
             writer.write(example.SerializeToString())
     flags = pretraining_flags(setup, str(tmp_path / "nan"), input_file=str(bad), iterations_per_loop=1)
-    run = subprocess.run([sys.executable, RUNNER, *as_argv(flags)], env=_env(), capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, RUNNER, *as_argv(flags)], env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert run.returncode != 0 and "loss is nan at step 1" in run.stderr
     assert tf.train.latest_checkpoint(str(tmp_path / "nan")) is None
 
 
 def test_tpu_that_does_not_exist_is_a_clear_error(setup, tmp_path):
     flags = pretraining_flags(setup, str(tmp_path / "tpu"), tpu="no-such-tpu-here")
-    run = subprocess.run([sys.executable, RUNNER, *as_argv(flags)], env=_env(), capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, RUNNER, *as_argv(flags)], env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert run.returncode != 0
     assert "--tpu=no-such-tpu-here: no TPU found" in run.stderr and "Traceback" not in run.stderr

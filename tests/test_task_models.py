@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_classifier import BertClassifier
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
 from keras_bert_impl.models.bert_span_labeler import BertSpanLabeler
@@ -20,11 +20,18 @@ def _models():
     choices = {name: np.stack([make_inputs(seed=s)[name] for s in range(4)], axis=1) for name in inputs}
     return [
         (BertEncoder(**TINY_CONFIG), inputs, {"sequence_output": (BATCH, SEQ, 32), "pooled_output": (BATCH, 32)}),
-        (BertPretrainer(BertEncoder(**TINY_CONFIG)), {**inputs, "masked_lm_positions": POSITIONS},
-         {"masked_lm_logits": (BATCH, 2, 99), "next_sentence_logits": (BATCH, 2)}),
+        (
+            BertPretrainer(BertEncoder(**TINY_CONFIG)),
+            {**inputs, "masked_lm_positions": POSITIONS},
+            {"masked_lm_logits": (BATCH, 2, 99), "next_sentence_logits": (BATCH, 2)},
+        ),
         (BertClassifier(BertEncoder(**TINY_CONFIG), num_classes=3), inputs, {"logits": (BATCH, 3)}),
         (BertClassifier(BertEncoder(**TINY_CONFIG), num_classes=1), inputs, {"logits": (BATCH, 1)}),
-        (BertSpanLabeler(BertEncoder(**TINY_CONFIG)), inputs, {"start_logits": (BATCH, SEQ), "end_logits": (BATCH, SEQ)}),
+        (
+            BertSpanLabeler(BertEncoder(**TINY_CONFIG)),
+            inputs,
+            {"start_logits": (BATCH, SEQ), "end_logits": (BATCH, SEQ)},
+        ),
         (BertTokenClassifier(BertEncoder(**TINY_CONFIG), num_classes=5), inputs, {"logits": (BATCH, SEQ, 5)}),
         (BertMultipleChoice(BertEncoder(**TINY_CONFIG), num_choices=4), choices, {"logits": (BATCH, 4)}),
     ]
@@ -79,4 +86,6 @@ def test_dropout_active_only_in_training():
     model = BertClassifier(BertEncoder(**dict(TINY_CONFIG, hidden_dropout_prob=0.5)), num_classes=3)
     inputs = make_inputs()
     assert np.array_equal(np.asarray(model(inputs)["logits"]), np.asarray(model(inputs)["logits"]))
-    assert not np.array_equal(np.asarray(model(inputs, training=True)["logits"]), np.asarray(model(inputs, training=True)["logits"]))
+    assert not np.array_equal(
+        np.asarray(model(inputs, training=True)["logits"]), np.asarray(model(inputs, training=True)["logits"])
+    )

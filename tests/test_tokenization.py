@@ -8,14 +8,41 @@ import random
 import pytest
 import tensorflow as tf
 
+from tests.conftest import SHARED_DATA, minilm_directory
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint
-from tests.conftest import SHARED_DATA, minilm_directory
 
 VOCAB = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "the", "un", "##aff", "##able", "hello", "world", "!", ",", ".", "'", "cafe", "Café", "naive",
-    "中", "文", "x", "##x", "e", "##e", "😀", "ab", "##ab", "runn", "##ing", "straße",
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "un",
+    "##aff",
+    "##able",
+    "hello",
+    "world",
+    "!",
+    ",",
+    ".",
+    "'",
+    "cafe",
+    "Café",
+    "naive",
+    "中",
+    "文",
+    "x",
+    "##x",
+    "e",
+    "##e",
+    "😀",
+    "ab",
+    "##ab",
+    "runn",
+    "##ing",
+    "straße",
 ]
 
 
@@ -111,10 +138,21 @@ def _google_tokenizer(vocab, do_lower_case):
 
 def _fuzz_texts(count, seed=0):
     rng = random.Random(seed)
-    pools = [range(0x20, 0x7F), range(0x80, 0x250), range(0x300, 0x370), range(0x370, 0x500),
-             range(0x2000, 0x2070), range(0x3000, 0x3100), range(0x4E00, 0x4E80), range(0xAC00, 0xAC40),
-             range(0x1F600, 0x1F650), range(0, 0x20), range(0xFE00, 0xFF00), range(0x600, 0x700),
-             [0xFFFD, 0x200B, 0x200D, 0xFEFF, 0x2028, 0x2029, 0x85, 0xA0, 0x1680]]
+    pools = [
+        range(0x20, 0x7F),
+        range(0x80, 0x250),
+        range(0x300, 0x370),
+        range(0x370, 0x500),
+        range(0x2000, 0x2070),
+        range(0x3000, 0x3100),
+        range(0x4E00, 0x4E80),
+        range(0xAC00, 0xAC40),
+        range(0x1F600, 0x1F650),
+        range(0, 0x20),
+        range(0xFE00, 0xFF00),
+        range(0x600, 0x700),
+        [0xFFFD, 0x200B, 0x200D, 0xFEFF, 0x2028, 0x2029, 0x85, 0xA0, 0x1680],
+    ]
     return ["".join(chr(rng.choice(rng.choice(pools))) for _ in range(rng.randint(1, 40))) for _ in range(count)]
 
 

@@ -123,8 +123,9 @@ class BertTextTokenizer(tf.Module):
         normalized = self.normalize(words.flat_values, split_cjk=False)
         # A word of only dropped characters (controls, marks) is no word.
         keep = tf.strings.length(normalized) > 0
-        normalized, rows, begins, ends = (tf.boolean_mask(values, keep)
-                                          for values in (normalized, rows, begins.flat_values, ends.flat_values))
+        normalized, rows, begins, ends = (
+            tf.boolean_mask(values, keep) for values in (normalized, rows, begins.flat_values, ends.flat_values)
+        )
         # A word over the limit is one [UNK]: the vocabulary entry "[UNK]" matches itself whole.
         too_long = tf.strings.length(normalized, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
         pieces = self._wordpiece.tokenize(tf.where(too_long, UNK_TOKEN, normalized))  # [words, (pieces)]
@@ -135,5 +136,7 @@ class BertTextTokenizer(tf.Module):
         """[B] strings -> (ids, begins, ends), each [B, (tokens)]; see `tokenize_flat_with_offsets`."""
         ids, rows, begins, ends = self.tokenize_flat_with_offsets(texts)
         nrows = tf.shape(texts, out_type=tf.int64)[0]
-        return tuple(tf.RaggedTensor.from_value_rowids(values, rows, nrows=nrows, validate=False)
-                     for values in (ids, begins, ends))
+        return tuple(
+            tf.RaggedTensor.from_value_rowids(values, rows, nrows=nrows, validate=False)
+            for values in (ids, begins, ends)
+        )

@@ -1,6 +1,7 @@
 """Learns a WordPiece `vocab.txt` from raw text files (tensorflow-text's learner).
 
-The flags and the work: keras_bert_cli/build_vocab.py (`python tfrecord_tools/build_vocab.py --helpshort` lists the flags).
+The flags and the work: keras_bert_cli/build_vocab.py;
+`python tfrecord_tools/build_vocab.py --helpshort` lists the flags.
 """
 
 import os

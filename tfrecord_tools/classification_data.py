@@ -12,10 +12,7 @@ import os
 import numpy as np
 
 from tfrecord_tools import feature_specs
-
-
-# Bad rows are named one by one up to this many per file, then counted.
-MAX_WARNINGS = 5
+from tfrecord_tools.progress import LimitedWarnings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,32 +48,69 @@ _TRIPLE_LABELS = ("contradiction", "entailment", "neutral")
 
 # Google's task names (lower case) -> how GLUE's files are laid out.
 TASKS = {
-    "cola": TaskFormat(("0", "1"), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                       {"train": ColumnFormat(3, None, 1, skip_header=False), "dev": ColumnFormat(3, None, 1, skip_header=False),
-                        "test": ColumnFormat(1)}),
-    "sst-2": TaskFormat(("0", "1"), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                        {"train": ColumnFormat(0, None, 1), "dev": ColumnFormat(0, None, 1), "test": ColumnFormat(1)}),
-    "mrpc": TaskFormat(("0", "1"), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                       {"train": _PAIR(3, 4, 0), "dev": _PAIR(3, 4, 0), "test": _PAIR(3, 4, None)}),
-    "qqp": TaskFormat(("0", "1"), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                      {"train": _PAIR(3, 4, 5), "dev": _PAIR(3, 4, 5), "test": _PAIR(1, 2, None)}),
-    "sts-b": TaskFormat((), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                        {"train": _PAIR(7, 8, 9), "dev": _PAIR(7, 8, 9), "test": _PAIR(7, 8, None)}, is_regression=True),
-    "mnli": TaskFormat(_TRIPLE_LABELS, {"train": "train.tsv", "dev": "dev_matched.tsv", "test": "test_matched.tsv"},
-                       {"train": _PAIR(8, 9, -1), "dev": _PAIR(8, 9, -1), "test": _PAIR(8, 9, None)}),
-    "mnli-mm": TaskFormat(_TRIPLE_LABELS, {"train": "train.tsv", "dev": "dev_mismatched.tsv", "test": "test_mismatched.tsv"},
-                          {"train": _PAIR(8, 9, -1), "dev": _PAIR(8, 9, -1), "test": _PAIR(8, 9, None)}),
-    "qnli": TaskFormat(("entailment", "not_entailment"), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                       {"train": _PAIR(1, 2, 3), "dev": _PAIR(1, 2, 3), "test": _PAIR(1, 2, None)}),
-    "rte": TaskFormat(("entailment", "not_entailment"), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                      {"train": _PAIR(1, 2, 3), "dev": _PAIR(1, 2, 3), "test": _PAIR(1, 2, None)}),
-    "wnli": TaskFormat(("0", "1"), {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-                       {"train": _PAIR(1, 2, 3), "dev": _PAIR(1, 2, 3), "test": _PAIR(1, 2, None)}),
+    "cola": TaskFormat(
+        ("0", "1"),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {
+            "train": ColumnFormat(3, None, 1, skip_header=False),
+            "dev": ColumnFormat(3, None, 1, skip_header=False),
+            "test": ColumnFormat(1),
+        },
+    ),
+    "sst-2": TaskFormat(
+        ("0", "1"),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {"train": ColumnFormat(0, None, 1), "dev": ColumnFormat(0, None, 1), "test": ColumnFormat(1)},
+    ),
+    "mrpc": TaskFormat(
+        ("0", "1"),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {"train": _PAIR(3, 4, 0), "dev": _PAIR(3, 4, 0), "test": _PAIR(3, 4, None)},
+    ),
+    "qqp": TaskFormat(
+        ("0", "1"),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {"train": _PAIR(3, 4, 5), "dev": _PAIR(3, 4, 5), "test": _PAIR(1, 2, None)},
+    ),
+    "sts-b": TaskFormat(
+        (),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {"train": _PAIR(7, 8, 9), "dev": _PAIR(7, 8, 9), "test": _PAIR(7, 8, None)},
+        is_regression=True,
+    ),
+    "mnli": TaskFormat(
+        _TRIPLE_LABELS,
+        {"train": "train.tsv", "dev": "dev_matched.tsv", "test": "test_matched.tsv"},
+        {"train": _PAIR(8, 9, -1), "dev": _PAIR(8, 9, -1), "test": _PAIR(8, 9, None)},
+    ),
+    "mnli-mm": TaskFormat(
+        _TRIPLE_LABELS,
+        {"train": "train.tsv", "dev": "dev_mismatched.tsv", "test": "test_mismatched.tsv"},
+        {"train": _PAIR(8, 9, -1), "dev": _PAIR(8, 9, -1), "test": _PAIR(8, 9, None)},
+    ),
+    "qnli": TaskFormat(
+        ("entailment", "not_entailment"),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {"train": _PAIR(1, 2, 3), "dev": _PAIR(1, 2, 3), "test": _PAIR(1, 2, None)},
+    ),
+    "rte": TaskFormat(
+        ("entailment", "not_entailment"),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {"train": _PAIR(1, 2, 3), "dev": _PAIR(1, 2, 3), "test": _PAIR(1, 2, None)},
+    ),
+    "wnli": TaskFormat(
+        ("0", "1"),
+        {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+        {"train": _PAIR(1, 2, 3), "dev": _PAIR(1, 2, 3), "test": _PAIR(1, 2, None)},
+    ),
     # XNLI as Google's XnliProcessor: MultiNLI machine-translated training, xnli.dev.tsv / xnli.test.tsv.
-    "xnli": TaskFormat(_TRIPLE_LABELS, {"train": "multinli/multinli.train.{language}.tsv", "dev": "xnli.dev.tsv",
-                                        "test": "xnli.test.tsv"},
-                       {"train": _PAIR(0, 1, 2), "dev": _PAIR(6, 7, 1), "test": _PAIR(6, 7, 1)},
-                       label_aliases={"contradictory": "contradiction"}, language_column=0),
+    "xnli": TaskFormat(
+        _TRIPLE_LABELS,
+        {"train": "multinli/multinli.train.{language}.tsv", "dev": "xnli.dev.tsv", "test": "xnli.test.tsv"},
+        {"train": _PAIR(0, 1, 2), "dev": _PAIR(6, 7, 1), "test": _PAIR(6, 7, 1)},
+        label_aliases={"contradictory": "contradiction"},
+        language_column=0,
+    ),
 }
 
 
@@ -90,7 +124,7 @@ class ClassificationProcessor:
         self.delimiter = delimiter
         self.warn = warn
         self.skipped = 0
-        self._warned = 0
+        self._warnings = LimitedWarnings(warn)
 
     @classmethod
     def for_task(cls, task_name, data_dir, **kwargs):
@@ -101,13 +135,27 @@ class ClassificationProcessor:
         return cls(TASKS[key], data_dir, **kwargs)
 
     @classmethod
-    def generic(cls, data_dir, text_a_column, text_b_column=None, label_column=None, labels=(),
-                is_regression=False, skip_header=True, delimiter="\t", file_names=None, **kwargs):
+    def generic(
+        cls,
+        data_dir,
+        text_a_column,
+        text_b_column=None,
+        label_column=None,
+        labels=(),
+        is_regression=False,
+        skip_header=True,
+        delimiter="\t",
+        file_names=None,
+        **kwargs,
+    ):
         """Any TSV/CSV: columns by index, `labels` in id order (empty: accept any, to collect them)."""
         files = file_names or {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
         labelled = ColumnFormat(text_a_column, text_b_column, label_column, skip_header)
-        formats = {"train": labelled, "dev": labelled,
-                   "test": ColumnFormat(text_a_column, text_b_column, None, skip_header)}
+        formats = {
+            "train": labelled,
+            "dev": labelled,
+            "test": ColumnFormat(text_a_column, text_b_column, None, skip_header),
+        }
         return cls(TaskFormat(tuple(labels), files, formats, is_regression), data_dir, delimiter=delimiter, **kwargs)
 
     @property
@@ -128,8 +176,11 @@ class ClassificationProcessor:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path}: no such file; check --data_dir (and --task_name)")
         column_format = self.task.formats[split]
-        needed = max(c if c >= 0 else -c - 1 for c in (column_format.text_a, column_format.text_b, column_format.label)
-                     if c is not None)
+        needed = max(
+            c if c >= 0 else -c - 1
+            for c in (column_format.text_a, column_format.text_b, column_format.label)
+            if c is not None
+        )
         examples = []
         with open(path, encoding="utf-8-sig", newline="") as reader:
             rows = csv.reader(reader, delimiter=self.delimiter, quotechar=None if self.delimiter == "\t" else '"')
@@ -138,7 +189,11 @@ class ClassificationProcessor:
                     continue
                 if not row or (len(row) == 1 and not row[0].strip()):
                     continue
-                if self.task.language_column is not None and split != "train" and row[self.task.language_column] != self.language:
+                if (
+                    self.task.language_column is not None
+                    and split != "train"
+                    and row[self.task.language_column] != self.language
+                ):
                     continue
                 if len(row) <= needed:
                     self._skip(path, line_number, f"{len(row)} columns, expected at least {needed + 1}")
@@ -158,16 +213,12 @@ class ClassificationProcessor:
                         continue
                 text_b = row[column_format.text_b] if column_format.text_b is not None else None
                 examples.append(InputExample(f"{split}-{line_number}", row[column_format.text_a], text_b, label))
-        if self._warned > MAX_WARNINGS:
-            self.warn(f"{path}: {self._warned} rows skipped in all (the first {MAX_WARNINGS} shown)")
-        self._warned = 0
+        self._warnings.finish(path)
         return examples
 
     def _skip(self, path, line_number, reason):
         self.skipped += 1
-        self._warned += 1
-        if self._warned <= MAX_WARNINGS:
-            self.warn(f"{path}:{line_number}: skipped, {reason}")
+        self._warnings(f"{path}:{line_number}: skipped, {reason}")
 
 
 def truncate_pair_from_end(tokens_a, tokens_b, max_length):

@@ -1,6 +1,7 @@
 """Creates fine-tuning TFRecords: GLUE-style classification, SQuAD v1.1/v2.0, CoNLL-2003 NER, SWAG.
 
-The flags and the work: keras_bert_cli/create_finetuning_data.py (`python tfrecord_tools/create_finetuning_data.py --helpshort` lists the flags).
+The flags and the work: keras_bert_cli/create_finetuning_data.py;
+`python tfrecord_tools/create_finetuning_data.py --helpshort` lists the flags.
 """
 
 import os

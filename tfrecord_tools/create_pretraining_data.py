@@ -1,6 +1,7 @@
 """Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and schema.
 
-The flags and the work: keras_bert_cli/create_pretraining_data.py (`python tfrecord_tools/create_pretraining_data.py --helpshort` lists the flags).
+The flags and the work: keras_bert_cli/create_pretraining_data.py;
+`python tfrecord_tools/create_pretraining_data.py --helpshort` lists the flags.
 """
 
 import os

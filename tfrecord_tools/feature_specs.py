@@ -23,7 +23,11 @@ def _floats(length):
 
 def input_spec(max_seq_length):
     """The model inputs alone (what every task's records hold)."""
-    return {"input_ids": _ints(max_seq_length), "input_mask": _ints(max_seq_length), "segment_ids": _ints(max_seq_length)}
+    return {
+        "input_ids": _ints(max_seq_length),
+        "input_mask": _ints(max_seq_length),
+        "segment_ids": _ints(max_seq_length),
+    }
 
 
 def pretraining_spec(max_seq_length, max_predictions_per_seq):
@@ -115,7 +119,11 @@ def parse_fn(spec, available_names=None):
         file_name = google_name
         if available_names is not None and google_name not in available_names:
             file_name = next(
-                (alias for alias, name in MODEL_GARDEN_ALIASES.items() if name == google_name and alias in available_names),
+                (
+                    alias
+                    for alias, name in MODEL_GARDEN_ALIASES.items()
+                    if name == google_name and alias in available_names
+                ),
                 google_name,
             )
         renamed[file_name] = (google_name, feature_spec)
@@ -188,7 +196,9 @@ def examples_to_bytes(features, spec):
         feature_spec = spec[name]
         values = rows[name]
         if values.shape != (count, feature_spec.shape[0]):
-            raise ValueError(f"feature {name} has shape {values.shape}, the spec wants ({count}, {feature_spec.shape[0]})")
+            raise ValueError(
+                f"feature {name} has shape {values.shape}, the spec wants ({count}, {feature_spec.shape[0]})"
+            )
         if feature_spec.dtype == tf.float32:
             data = values.astype("<f4").tobytes()
             width = 4 * values.shape[1]
@@ -235,18 +245,26 @@ def read_tfrecord(paths, spec, batch_size=1024):
     """Every record of `paths` (in order) parsed by `spec`, as {name: [N, length] numpy array}."""
     paths = [paths] if isinstance(paths, str) else list(paths)
     parse = parse_fn(spec, detect_feature_names(paths[0]))
-    parts = [{name: value.numpy() for name, value in parse(batch).items()}
-             for batch in tf.data.TFRecordDataset(paths).batch(batch_size)]
+    parts = [
+        {name: value.numpy() for name, value in parse(batch).items()}
+        for batch in tf.data.TFRecordDataset(paths).batch(batch_size)
+    ]
     if not parts:
         return {name: np.zeros((0, feature.shape[0]), feature.dtype.as_numpy_dtype) for name, feature in spec.items()}
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
 # Which flag sets each feature's length, for the error when records and flags disagree.
-LENGTH_FLAGS = {"input_ids": "--max_seq_length", "input_mask": "--max_seq_length", "segment_ids": "--max_seq_length",
-                "label_ids": "--max_seq_length", "label_weights": "--max_seq_length",
-                "masked_lm_positions": "--max_predictions_per_seq", "masked_lm_ids": "--max_predictions_per_seq",
-                "masked_lm_weights": "--max_predictions_per_seq"}
+LENGTH_FLAGS = {
+    "input_ids": "--max_seq_length",
+    "input_mask": "--max_seq_length",
+    "segment_ids": "--max_seq_length",
+    "label_ids": "--max_seq_length",
+    "label_weights": "--max_seq_length",
+    "masked_lm_positions": "--max_predictions_per_seq",
+    "masked_lm_ids": "--max_predictions_per_seq",
+    "masked_lm_weights": "--max_predictions_per_seq",
+}
 
 
 def check_records_match(path, spec, what="records"):
@@ -263,18 +281,31 @@ def check_records_match(path, spec, what="records"):
     except Exception as error:  # noqa: BLE001 -- any parse failure means the same thing
         raise ValueError(f"{path}: its records are not tf.train.Examples ({error}); recreate it") from None
     names = set(features)
-    missing = [name for name in spec if name not in names and not any(
-        alias in names for alias, google in MODEL_GARDEN_ALIASES.items() if google == name)]
+    missing = [
+        name
+        for name in spec
+        if name not in names
+        and not any(alias in names for alias, google in MODEL_GARDEN_ALIASES.items() if google == name)
+    ]
     if missing:
-        raise ValueError(f"{path}: {what} lack feature(s) {', '.join(missing)} (they hold {', '.join(sorted(names))}); "
-                         "is this the right kind of TFRecord?")
+        raise ValueError(
+            f"{path}: {what} lack feature(s) {', '.join(missing)} (they hold {', '.join(sorted(names))}); "
+            "is this the right kind of TFRecord?"
+        )
     for name, feature_spec in spec.items():
-        stored = features[name] if name in names else next(
-            features[alias] for alias, google in MODEL_GARDEN_ALIASES.items() if google == name and alias in names)
+        stored = (
+            features[name]
+            if name in names
+            else next(
+                features[alias] for alias, google in MODEL_GARDEN_ALIASES.items() if google == name and alias in names
+            )
+        )
         kind = stored.WhichOneof("kind")
         count = len(getattr(stored, kind).value) if kind else 0
         wanted = feature_spec.shape[0]
         if count != wanted:
             flag = LENGTH_FLAGS.get(name, "the length flags")
-            raise ValueError(f"{path}: {name} holds {count} values per record but the flags ask for {wanted}; "
-                             f"set {flag} to what the data was made with (or recreate the data)")
+            raise ValueError(
+                f"{path}: {name} holds {count} values per record but the flags ask for {wanted}; "
+                f"set {flag} to what the data was made with (or recreate the data)"
+            )

@@ -43,15 +43,18 @@ class FineTuningData:
     def open(cls, directory):
         path = os.path.join(directory, META_FILE)
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path}: missing; --data_dir holds neither meta.json (from create_finetuning_data) "
-                                    "nor the task's raw files")
+            raise FileNotFoundError(
+                f"{path}: missing; --data_dir holds neither meta.json (from create_finetuning_data) "
+                "nor the task's raw files"
+            )
         try:
             with open(path, encoding="utf-8") as reader:
                 meta = json.load(reader)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise ValueError(f"{path}: not valid JSON ({error}); recreate it with create_finetuning_data") from None
-        missing = [key for key in ("task_name", "model_type", "max_seq_length", "do_lower_case", "counts")
-                   if key not in meta]
+        missing = [
+            key for key in ("task_name", "model_type", "max_seq_length", "do_lower_case", "counts") if key not in meta
+        ]
         if missing:
             raise ValueError(f"{path}: lacks {', '.join(missing)}; recreate it with create_finetuning_data")
         return cls(directory, meta)
@@ -74,8 +77,10 @@ class FineTuningData:
         path = split_path(self.directory, split)
         if not self.has(split):
             held = ", ".join(sorted(self.meta["counts"])) or "no split"
-            raise FileNotFoundError(f"{path}: missing (this data directory holds {held}); rerun create_finetuning_data "
-                                    f"with --splits including {split}")
+            raise FileNotFoundError(
+                f"{path}: missing (this data directory holds {held}); rerun create_finetuning_data "
+                f"with --splits including {split}"
+            )
         return path
 
     def sidecar(self, split, suffix):
@@ -90,23 +95,38 @@ class FineTuningData:
         path = os.path.join(self.directory, META_FILE)
         meta = self.meta
         if task_names is not None and meta["task_name"].lower() not in [name.lower() for name in task_names]:
-            raise ValueError(f"{path}: made for task {meta['task_name']}, not {'/'.join(task_names)}; "
-                             "pass the data directory of this task")
+            raise ValueError(
+                f"{path}: made for task {meta['task_name']}, not {'/'.join(task_names)}; "
+                "pass the data directory of this task"
+            )
         if max_seq_length is not None and meta["max_seq_length"] != max_seq_length:
-            raise ValueError(f"{path}: features are {meta['max_seq_length']} tokens long but --max_seq_length="
-                             f"{max_seq_length}; pass --max_seq_length={meta['max_seq_length']} or recreate the data")
+            raise ValueError(
+                f"{path}: features are {meta['max_seq_length']} tokens long but --max_seq_length="
+                f"{max_seq_length}; pass --max_seq_length={meta['max_seq_length']} or recreate the data"
+            )
         if do_lower_case is not None and bool(meta["do_lower_case"]) != bool(do_lower_case):
-            raise ValueError(f"{path}: made with do_lower_case={meta['do_lower_case']} but --do_lower_case="
-                             f"{do_lower_case}; make them agree")
+            raise ValueError(
+                f"{path}: made with do_lower_case={meta['do_lower_case']} but --do_lower_case="
+                f"{do_lower_case}; make them agree"
+            )
         if vocab_file and meta.get("vocab_sha256") and meta["vocab_sha256"] != vocab_digest(vocab_file):
-            raise ValueError(f"{path}: tokenized with another vocabulary than {vocab_file} ({meta.get('vocab_size')} "
-                             "tokens); recreate the data with this --vocab_file")
+            raise ValueError(
+                f"{path}: tokenized with another vocabulary than {vocab_file} ({meta.get('vocab_size')} "
+                "tokens); recreate the data with this --vocab_file"
+            )
 
 
 def base_meta(task_name, model_type, max_seq_length, tokenizer, **extra):
-    return {"task_name": task_name, "model_type": model_type, "max_seq_length": max_seq_length,
-            "do_lower_case": tokenizer.do_lower_case, "vocab_size": len(tokenizer.inv_vocab),
-            "vocab_sha256": vocab_digest(tokenizer.vocab_file), "counts": {}, **extra}
+    return {
+        "task_name": task_name,
+        "model_type": model_type,
+        "max_seq_length": max_seq_length,
+        "do_lower_case": tokenizer.do_lower_case,
+        "vocab_size": len(tokenizer.inv_vocab),
+        "vocab_sha256": vocab_digest(tokenizer.vocab_file),
+        "counts": {},
+        **extra,
+    }
 
 
 def write_meta(directory, meta):
@@ -118,8 +138,10 @@ def write_meta(directory, meta):
                 old = json.load(reader)
         except (OSError, ValueError):
             old = {}
-        same = all(old.get(key) == meta.get(key) for key in ("task_name", "model_type", "max_seq_length",
-                                                             "do_lower_case", "vocab_sha256", "labels"))
+        same = all(
+            old.get(key) == meta.get(key)
+            for key in ("task_name", "model_type", "max_seq_length", "do_lower_case", "vocab_sha256", "labels")
+        )
         if same:
             meta = {**old, **meta, "counts": {**old.get("counts", {}), **meta["counts"]}}
     with atomic_output(path) as writer:
@@ -138,8 +160,14 @@ def write_classification_data(processor, task_name, splits, tokenizer, max_seq_l
     """GLUE-style TSV -> {split}.tfrecord (run_classifier's features) and meta.json."""
     from tfrecord_tools.classification_data import write_classification_tfrecord  # noqa: PLC0415
 
-    meta = base_meta(task_name, "regression" if processor.is_regression else "classifier", max_seq_length, tokenizer,
-                     labels=processor.labels, is_regression=processor.is_regression)
+    meta = base_meta(
+        task_name,
+        "regression" if processor.is_regression else "classifier",
+        max_seq_length,
+        tokenizer,
+        labels=processor.labels,
+        is_regression=processor.is_regression,
+    )
     examples = {}
     for split in splits:  # every split read and checked before anything is written
         before = processor.skipped
@@ -148,14 +176,28 @@ def write_classification_data(processor, task_name, splits, tokenizer, max_seq_l
             _require_examples(examples[split], processor.path(split), skipped=processor.skipped - before)
     for split in splits:
         meta["counts"][split] = write_classification_tfrecord(
-            examples[split], processor.labels, max_seq_length, tokenizer, split_path(output_dir, split),
-            processor.is_regression)
+            examples[split],
+            processor.labels,
+            max_seq_length,
+            tokenizer,
+            split_path(output_dir, split),
+            processor.is_regression,
+        )
     meta["skipped_rows"] = processor.skipped
     return write_meta(output_dir, meta)
 
 
-def write_squad_data(tokenizer, max_seq_length, output_dir, train_file=None, predict_file=None,
-                     version_2_with_negative=False, doc_stride=128, max_query_length=64, warn=print):
+def write_squad_data(
+    tokenizer,
+    max_seq_length,
+    output_dir,
+    train_file=None,
+    predict_file=None,
+    version_2_with_negative=False,
+    doc_stride=128,
+    max_query_length=64,
+    warn=print,
+):
     """SQuAD JSON -> train.tfrecord (shuffled as Google's run_squad.py) and predict.tfrecord with
     its `.features.jsonl` sidecar (what turns logits back into answer text)."""
     from tfrecord_tools.squad_data import (  # noqa: PLC0415
@@ -164,9 +206,18 @@ def write_squad_data(tokenizer, max_seq_length, output_dir, train_file=None, pre
         write_squad_tfrecord,
     )
 
-    meta = base_meta("squad", "squad", max_seq_length, tokenizer, version_2_with_negative=version_2_with_negative,
-                     doc_stride=doc_stride, max_query_length=max_query_length)
-    inputs = [(name, path, name == "train") for name, path in (("train", train_file), ("predict", predict_file)) if path]
+    meta = base_meta(
+        "squad",
+        "squad",
+        max_seq_length,
+        tokenizer,
+        version_2_with_negative=version_2_with_negative,
+        doc_stride=doc_stride,
+        max_query_length=max_query_length,
+    )
+    inputs = [
+        (name, path, name == "train") for name, path in (("train", train_file), ("predict", predict_file)) if path
+    ]
     read = {}
     for name, path, is_training in inputs:
         examples, skipped = read_squad_examples(path, is_training, version_2_with_negative, warn=warn)
@@ -176,8 +227,9 @@ def write_squad_data(tokenizer, max_seq_length, output_dir, train_file=None, pre
         read[name] = (examples, skipped, path)
     for name, (examples, skipped, path) in read.items():
         is_training = name == "train"
-        features = convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length,
-                                                is_training)
+        features = convert_examples_to_features(
+            examples, tokenizer, max_seq_length, doc_stride, max_query_length, is_training
+        )
         meta["counts"][name] = write_squad_tfrecord(features, max_seq_length, is_training, split_path(output_dir, name))
         meta[f"{name}_examples"], meta[f"{name}_skipped"] = len(examples), skipped
         meta[f"{name}_file"] = os.path.abspath(path)
@@ -202,8 +254,9 @@ def write_conll_data(data_dir, splits, tokenizer, max_seq_length, output_dir, wa
         sentences[split] = reader.read(path)
         _require_examples(sentences[split], path, "sentences", reader.skipped - before)
     for split in splits:
-        meta["counts"][split], kept = write_ner_tfrecord(sentences[split], CONLL_LABELS, max_seq_length, tokenizer,
-                                                         split_path(output_dir, split))
+        meta["counts"][split], kept = write_ner_tfrecord(
+            sentences[split], CONLL_LABELS, max_seq_length, tokenizer, split_path(output_dir, split)
+        )
         meta[f"{split}_truncated_sentences"] = sum(k < len(s.words) for k, s in zip(kept, sentences[split]))
     meta["skipped_sentences"] = reader.skipped
     return write_meta(output_dir, meta)
@@ -222,7 +275,8 @@ def write_swag_data(data_dir, splits, tokenizer, max_seq_length, output_dir, war
         examples[split] = reader.read(path)
         _require_examples(examples[split], path, skipped=reader.skipped - before)
     for split in splits:
-        meta["counts"][split] = write_swag_tfrecord(examples[split], max_seq_length, tokenizer,
-                                                    split_path(output_dir, split))
+        meta["counts"][split] = write_swag_tfrecord(
+            examples[split], max_seq_length, tokenizer, split_path(output_dir, split)
+        )
     meta["skipped_rows"] = reader.skipped
     return write_meta(output_dir, meta)

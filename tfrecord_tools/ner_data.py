@@ -11,13 +11,11 @@ import numpy as np
 
 from tfrecord_tools import feature_specs
 from tfrecord_tools.files import atomic_output
+from tfrecord_tools.progress import LimitedWarnings
 
 SENTENCES_SUFFIX = ".sentences.jsonl"
 
 # CoNLL-2003's tags (IOB1 as in the original files, plus the B- tags it uses at entity boundaries).
-# Bad lines are named one by one up to this many per file, then counted.
-MAX_WARNINGS = 5
-
 CONLL_LABELS = ("O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
 
 
@@ -35,7 +33,7 @@ class ConllReader:
         self.labels = list(labels)
         self.warn = warn
         self.skipped = 0
-        self._warned = 0
+        self._warn = LimitedWarnings(warn)
 
     def read(self, path):
         sentences, words, tags = [], [], []
@@ -57,22 +55,17 @@ class ConllReader:
                 if words is None:
                     continue
                 if parts[-1] not in self.labels:
-                    self._warn(f"{path}:{line_number}: tag {parts[-1]!r} is not one of {', '.join(self.labels)}; "
-                               "sentence skipped")
+                    self._warn(
+                        f"{path}:{line_number}: tag {parts[-1]!r} is not one of {', '.join(self.labels)}; "
+                        "sentence skipped"
+                    )
                     words, tags = None, None
                     continue
                 words.append(parts[0])
                 tags.append(parts[-1])
         self._finish(sentences, words, tags)
-        if self._warned > MAX_WARNINGS:
-            self.warn(f"{path}: {self._warned} sentences skipped in all (the first {MAX_WARNINGS} shown)")
-        self._warned = 0
+        self._warn.finish(path, "sentences")
         return sentences
-
-    def _warn(self, message):
-        self._warned += 1
-        if self._warned <= MAX_WARNINGS:
-            self.warn(message)
 
     def _finish(self, sentences, words, tags):
         if words is None:
@@ -89,7 +82,10 @@ def sentences_to_features(sentences, labels, max_seq_length, tokenizer):
     pieces = tokenizer.tokenize_to_ids(words)
     cls_id, sep_id, unk_id = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"], tokenizer.vocab["[UNK]"]
     count = len(sentences)
-    arrays = {name: np.zeros((count, max_seq_length), np.int64) for name in ("input_ids", "input_mask", "segment_ids", "label_ids")}
+    arrays = {
+        name: np.zeros((count, max_seq_length), np.int64)
+        for name in ("input_ids", "input_mask", "segment_ids", "label_ids")
+    }
     arrays["label_weights"] = np.zeros((count, max_seq_length), np.float32)
     kept_words = []
     cursor = 0

@@ -14,10 +14,9 @@ import os
 import shutil
 import time
 
-
 from tfrecord_tools import feature_specs
-from tfrecord_tools.progress import format_seconds
 from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker
+from tfrecord_tools.progress import LimitedWarnings, format_seconds
 
 
 @dataclasses.dataclass
@@ -66,6 +65,7 @@ def iter_documents(paths, warn):
     """Yields documents (lists of sentence strings): one sentence per line, blank line between
     documents. A line that is not UTF-8 is skipped with a warning naming file and line."""
     bad_lines = 0
+    warnings = LimitedWarnings(warn)
     for path in paths:
         document = []
         with open(path, "rb") as reader:
@@ -74,7 +74,7 @@ def iter_documents(paths, warn):
                     line = raw.decode("utf-8").strip()
                 except UnicodeDecodeError as error:
                     bad_lines += 1
-                    warn(f"{path}:{line_number}: skipped, not UTF-8 ({error.reason} at byte {error.start})")
+                    warnings(f"{path}:{line_number}: skipped, not UTF-8 ({error.reason} at byte {error.start})")
                     continue
                 if line:
                     document.append(line)
@@ -85,6 +85,7 @@ def iter_documents(paths, warn):
         if document:
             yield document, bad_lines
             document, bad_lines = [], 0
+        warnings.finish(path, "lines (not UTF-8)")
 
 
 def count_documents(paths):
@@ -182,7 +183,7 @@ def _units(paths, documents_per_unit, warn):
         yield index, unit, bad
 
 
-def create_pretraining_data(input_paths, output_files, options, log=print, progress_seconds=5.0):
+def create_pretraining_data(input_paths, output_files, options, log=print, progress_seconds=5.0, warn=None):
     """Writes the TFRecords; returns a `Summary`. On any error no output file is left behind.
 
     Workers write each unit to part files next to the outputs (TFRecord files concatenate), so
@@ -196,7 +197,7 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
     part_prefix = temporaries[0]
     tasks = (
         (index, unit, bad, part_prefix, len(output_files))
-        for index, unit, bad in _units(input_paths, options.documents_per_unit, warn=log)
+        for index, unit, bad in _units(input_paths, options.documents_per_unit, warn=warn or log)
     )
     outputs = [open(path, "wb") for path in temporaries]
     pool = None

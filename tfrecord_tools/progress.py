@@ -55,3 +55,23 @@ class Progress:
             line += f", {extra}"
         self.log(f"{line}, ETA {format_seconds(self.eta_of(done))}")
         return True
+
+
+class LimitedWarnings:
+    """Names bad lines one by one, up to `limit` per file, then only counts them: a file with a
+    thousand bad rows gives six lines, not a thousand. Call it per line, `finish(path)` per file."""
+
+    def __init__(self, warn, limit=5):
+        self.warn = warn
+        self.limit = limit
+        self.count = 0
+
+    def __call__(self, message):
+        self.count += 1
+        if self.count <= self.limit:
+            self.warn(message)
+
+    def finish(self, path, what="rows"):
+        if self.count > self.limit:
+            self.warn(f"{path}: {self.count} {what} skipped in all (the first {self.limit} shown)")
+        self.count = 0

@@ -75,7 +75,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative, warn=p
     except FileNotFoundError:
         raise FileNotFoundError(f"{input_file}: no such file; check --train_file / --predict_file") from None
     except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise ValueError(f"{input_file}: not a SQuAD JSON file ({error}); it needs {{\"data\": [...]}}") from None
+        raise ValueError(f'{input_file}: not a SQuAD JSON file ({error}); it needs {{"data": [...]}}') from None
     examples, skipped = [], 0
     for article in data:
         for paragraph in article["paragraphs"]:
@@ -83,27 +83,37 @@ def read_squad_examples(input_file, is_training, version_2_with_negative, warn=p
             for qa in paragraph["qas"]:
                 is_impossible = bool(qa.get("is_impossible", False)) if version_2_with_negative else False
                 answers = [answer["text"] for answer in qa.get("answers", [])]
-                example = SquadExample(qa["id"], qa["question"], doc_tokens, is_impossible=is_impossible, answers=answers)
+                example = SquadExample(
+                    qa["id"], qa["question"], doc_tokens, is_impossible=is_impossible, answers=answers
+                )
                 if is_training:
                     if is_impossible:
                         example.start_position = example.end_position = -1
                         example.orig_answer_text = ""
                     else:
                         if not qa.get("answers"):
-                            raise ValueError(f"{input_file}: question {qa['id']} has no answer and is not marked "
-                                             "is_impossible; pass --version_2_with_negative for SQuAD 2.0 files")
+                            raise ValueError(
+                                f"{input_file}: question {qa['id']} has no answer and is not marked "
+                                "is_impossible; pass --version_2_with_negative for SQuAD 2.0 files"
+                            )
                         answer = qa["answers"][0]
                         text, offset = answer["text"], answer["answer_start"]
                         if not text or offset < 0 or offset + len(text) > len(char_to_word_offset):
                             skipped += 1
-                            warn(f"{input_file}: question {qa['id']}: answer_start {offset} is outside the context; skipped")
+                            warn(
+                                f"{input_file}: question {qa['id']}: answer_start {offset} is outside the context; "
+                                "skipped"
+                            )
                             continue
                         start = char_to_word_offset[offset]
                         end = char_to_word_offset[offset + len(text) - 1]
                         actual = " ".join(doc_tokens[start : end + 1])
                         if actual.find(" ".join(text.strip().split())) == -1:
                             skipped += 1
-                            warn(f"{input_file}: question {qa['id']}: could not find answer {text!r} in {actual!r}; skipped")
+                            warn(
+                                f"{input_file}: question {qa['id']}: could not find answer {text!r} in {actual!r}; "
+                                "skipped"
+                            )
                             continue
                         example.orig_answer_text, example.start_position, example.end_position = text, start, end
                 examples.append(example)
@@ -144,14 +154,17 @@ def _is_max_context(spans, span_index, position):
     return span_index == best_index
 
 
-def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
-                                 is_training=False):
+def convert_examples_to_features(
+    examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64, is_training=False
+):
     """Google's run_squad.py windows; returns a list of `SquadFeature`."""
     # Tokenize every distinct word, question and answer once, in batches.
     words = sorted({word for example in examples for word in example.doc_tokens})
     word_pieces = dict(zip(words, tokenizer.tokenize_batch(words)))
     questions = tokenizer.tokenize_batch([example.question_text for example in examples])
-    answers = tokenizer.tokenize_batch([example.orig_answer_text or "" for example in examples]) if is_training else None
+    answers = (
+        tokenizer.tokenize_batch([example.orig_answer_text or "" for example in examples]) if is_training else None
+    )
     vocab = tokenizer.vocab
     features, unique_id = [], FIRST_UNIQUE_ID
     paragraph_cache = {}
@@ -201,13 +214,22 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_st
                     offset = len(query_tokens) + 2
                     start_position = tok_start - span_start + offset
                     end_position = tok_end - span_start + offset
-            features.append(SquadFeature(
-                unique_id=unique_id, example_index=example_index, doc_span_index=span_index, tokens=tokens,
-                token_to_orig_map=token_to_orig_map, token_is_max_context=token_is_max_context,
-                input_ids=input_ids + [0] * padding, input_mask=[1] * len(input_ids) + [0] * padding,
-                segment_ids=segment_ids + [0] * padding, start_position=start_position, end_position=end_position,
-                is_impossible=example.is_impossible,
-            ))
+            features.append(
+                SquadFeature(
+                    unique_id=unique_id,
+                    example_index=example_index,
+                    doc_span_index=span_index,
+                    tokens=tokens,
+                    token_to_orig_map=token_to_orig_map,
+                    token_is_max_context=token_is_max_context,
+                    input_ids=input_ids + [0] * padding,
+                    input_mask=[1] * len(input_ids) + [0] * padding,
+                    segment_ids=segment_ids + [0] * padding,
+                    start_position=start_position,
+                    end_position=end_position,
+                    is_impossible=example.is_impossible,
+                )
+            )
             unique_id += 1
     return features
 
@@ -237,11 +259,19 @@ def read_features_sidecar(path):
             if not line.strip():
                 continue
             row = json.loads(line)
-            features.append(SquadFeature(
-                unique_id=row["unique_id"], example_index=row["example_index"], doc_span_index=row["doc_span_index"],
-                tokens=row["tokens"], token_to_orig_map={int(k): v for k, v in row["token_to_orig_map"].items()},
-                token_is_max_context={int(k): v for k, v in row["token_is_max_context"].items()},
-                input_ids=None, input_mask=None, segment_ids=None))
+            features.append(
+                SquadFeature(
+                    unique_id=row["unique_id"],
+                    example_index=row["example_index"],
+                    doc_span_index=row["doc_span_index"],
+                    tokens=row["tokens"],
+                    token_to_orig_map={int(k): v for k, v in row["token_to_orig_map"].items()},
+                    token_is_max_context={int(k): v for k, v in row["token_is_max_context"].items()},
+                    input_ids=None,
+                    input_mask=None,
+                    segment_ids=None,
+                )
+            )
     return features
 
 
@@ -254,9 +284,17 @@ def write_squad_tfrecord(features, max_seq_length, is_training, output_file):
         sidecar = output_file + FEATURES_SUFFIX
         with atomic_output(sidecar) as writer:
             for f in features:
-                writer.write(json.dumps({
-                    "unique_id": f.unique_id, "example_index": f.example_index, "doc_span_index": f.doc_span_index,
-                    "tokens": f.tokens, "token_to_orig_map": f.token_to_orig_map,
-                    "token_is_max_context": f.token_is_max_context,
-                }) + "\n")
+                writer.write(
+                    json.dumps(
+                        {
+                            "unique_id": f.unique_id,
+                            "example_index": f.example_index,
+                            "doc_span_index": f.doc_span_index,
+                            "tokens": f.tokens,
+                            "token_to_orig_map": f.token_to_orig_map,
+                            "token_is_max_context": f.token_is_max_context,
+                        }
+                    )
+                    + "\n"
+                )
     return feature_specs.write_tfrecord(records, output_file)

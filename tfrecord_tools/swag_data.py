@@ -11,7 +11,8 @@ import dataclasses
 import numpy as np
 
 from tfrecord_tools import feature_specs
-from tfrecord_tools.classification_data import MAX_WARNINGS, pack_pairs
+from tfrecord_tools.classification_data import pack_pairs
+from tfrecord_tools.progress import LimitedWarnings
 
 NUM_CHOICES = 4
 _COLUMNS = ("sent1", "sent2", "ending0", "ending1", "ending2", "ending3")
@@ -31,7 +32,7 @@ class SwagReader:
     def __init__(self, warn=print):
         self.warn = warn
         self.skipped = 0
-        self._warned = 0
+        self._warnings = LimitedWarnings(warn)
 
     def read(self, path):
         examples = []
@@ -58,24 +59,23 @@ class SwagReader:
                     label = None
                 endings = [f"{row['sent2']} {row[f'ending{i}']}" for i in range(NUM_CHOICES)]
                 examples.append(SwagExample(row.get("fold-ind", str(line_number)), row["sent1"], endings, label))
-        if self._warned > MAX_WARNINGS:
-            self.warn(f"{path}: {self._warned} rows skipped in all (the first {MAX_WARNINGS} shown)")
-        self._warned = 0
+        self._warnings.finish(path)
         return examples
 
     def _skip(self, path, line_number, reason):
         self.skipped += 1
-        self._warned += 1
-        if self._warned <= MAX_WARNINGS:
-            self.warn(f"{path}:{line_number}: skipped, {reason}")
+        self._warnings(f"{path}:{line_number}: skipped, {reason}")
 
 
 def examples_to_features(examples, max_seq_length, tokenizer):
     contexts = tokenizer.tokenize_to_ids([example.context for example in examples])
     endings = tokenizer.tokenize_to_ids([ending for example in examples for ending in example.endings])
     packed = pack_pairs(
-        [contexts[i // NUM_CHOICES] for i in range(len(endings))], endings, max_seq_length,
-        tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"],
+        [contexts[i // NUM_CHOICES] for i in range(len(endings))],
+        endings,
+        max_seq_length,
+        tokenizer.vocab["[CLS]"],
+        tokenizer.vocab["[SEP]"],
     )
     features = {name: value.reshape(len(examples), NUM_CHOICES * max_seq_length) for name, value in packed.items()}
     features["label_ids"] = np.array([[example.label or 0] for example in examples], np.int64).reshape(-1, 1)

@@ -69,8 +69,12 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     if match is None:
         return
     name = match.group(1)
-    lower_cased = {"uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12", "multilingual_L-12_H-768_A-12",
-                   "chinese_L-12_H-768_A-12"}
+    lower_cased = {
+        "uncased_L-24_H-1024_A-16",
+        "uncased_L-12_H-768_A-12",
+        "multilingual_L-12_H-768_A-12",
+        "chinese_L-12_H-768_A-12",
+    }
     cased = {"cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16", "multi_cased_L-12_H-768_A-12"}
     if name in lower_cased and not do_lower_case:
         raise ValueError(

@@ -10,28 +10,26 @@ import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
+from tfrecord_tools.progress import LimitedWarnings
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-def read_lines(paths, warn=print, max_warnings=5):
+def read_lines(paths, warn=print):
     """The non-blank lines of `paths`; a line that is not UTF-8 is skipped and named (the first
     few per file, then counted)."""
+    warnings = LimitedWarnings(warn)
     for path in paths:
-        skipped = 0
         with open(path, "rb") as reader:
             for line_number, raw in enumerate(reader, start=1):
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
-                    skipped += 1
-                    if skipped <= max_warnings:
-                        warn(f"{path}:{line_number}: skipped, not UTF-8 ({error.reason} at byte {error.start})")
+                    warnings(f"{path}:{line_number}: skipped, not UTF-8 ({error.reason} at byte {error.start})")
                     continue
                 if line.strip():
                     yield line
-        if skipped > max_warnings:
-            warn(f"{path}: {skipped} lines skipped in all, not UTF-8 (the first {max_warnings} shown)")
+        warnings.finish(path, "lines (not UTF-8)")
 
 
 def count_words(lines, do_lower_case=True, batch_size=4096):

@@ -26,10 +26,26 @@ ENCODER_TABLE = (
     ("bert/encoder/layer_{i}/attention/self/key/bias", "transformer_layer_{i}/self_attention/key/bias", False),
     ("bert/encoder/layer_{i}/attention/self/value/kernel", "transformer_layer_{i}/self_attention/value/kernel", False),
     ("bert/encoder/layer_{i}/attention/self/value/bias", "transformer_layer_{i}/self_attention/value/bias", False),
-    ("bert/encoder/layer_{i}/attention/output/dense/kernel", "transformer_layer_{i}/self_attention/attention_output/kernel", False),
-    ("bert/encoder/layer_{i}/attention/output/dense/bias", "transformer_layer_{i}/self_attention/attention_output/bias", False),
-    ("bert/encoder/layer_{i}/attention/output/LayerNorm/gamma", "transformer_layer_{i}/attention_layer_norm/gamma", False),
-    ("bert/encoder/layer_{i}/attention/output/LayerNorm/beta", "transformer_layer_{i}/attention_layer_norm/beta", False),
+    (
+        "bert/encoder/layer_{i}/attention/output/dense/kernel",
+        "transformer_layer_{i}/self_attention/attention_output/kernel",
+        False,
+    ),
+    (
+        "bert/encoder/layer_{i}/attention/output/dense/bias",
+        "transformer_layer_{i}/self_attention/attention_output/bias",
+        False,
+    ),
+    (
+        "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma",
+        "transformer_layer_{i}/attention_layer_norm/gamma",
+        False,
+    ),
+    (
+        "bert/encoder/layer_{i}/attention/output/LayerNorm/beta",
+        "transformer_layer_{i}/attention_layer_norm/beta",
+        False,
+    ),
     ("bert/encoder/layer_{i}/intermediate/dense/kernel", "transformer_layer_{i}/intermediate/kernel", False),
     ("bert/encoder/layer_{i}/intermediate/dense/bias", "transformer_layer_{i}/intermediate/bias", False),
     ("bert/encoder/layer_{i}/output/dense/kernel", "transformer_layer_{i}/output_dense/kernel", False),
@@ -139,9 +155,7 @@ def read_google_checkpoint(path):
     prefix = resolve_checkpoint_prefix(path)
     reader = tf.train.load_checkpoint(prefix)
     return {
-        name: reader.get_tensor(name)
-        for name in reader.get_variable_to_shape_map()
-        if not _TRAINING_STATE.search(name)
+        name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map() if not _TRAINING_STATE.search(name)
     }
 
 
@@ -170,8 +184,10 @@ def assign_google_weights(model, weights, source="checkpoint"):
         assignments.append((row, value))
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
-        raise CheckpointMismatchError(f"{source}: {len(problems)} of {len(rows)} weights do not fit the model ({shown}); "
-                                      "use the bert_config.json released with this checkpoint")
+        raise CheckpointMismatchError(
+            f"{source}: {len(problems)} of {len(rows)} weights do not fit the model ({shown}); "
+            "use the bert_config.json released with this checkpoint"
+        )
     for row, value in assignments:
         row.variable.assign(value.astype(row.variable.dtype))
     used = {row.google_name for row in rows}

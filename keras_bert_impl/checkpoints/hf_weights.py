@@ -11,8 +11,8 @@ import struct
 
 import numpy as np
 
-from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.errors import BertConfigError, CheckpointMismatchError
+from keras_bert_impl.models.bert_config import BertConfig
 
 _DTYPES = {
     "F64": np.float64,
@@ -27,8 +27,15 @@ _DTYPES = {
 }
 
 # Hugging Face activation names -> ours.
-_HF_ACTIVATIONS = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu",
-                   "tanh": "tanh", "silu": "swish", "swish": "swish"}
+_HF_ACTIVATIONS = {
+    "gelu": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "silu": "swish",
+    "swish": "swish",
+}
 
 # (Hugging Face name pattern, Google name template, linear weight stored [out, in]).
 _NAME_RULES = (
@@ -37,17 +44,45 @@ _NAME_RULES = (
     (r"embeddings\.token_type_embeddings\.weight", "bert/embeddings/token_type_embeddings", False),
     (r"embeddings\.LayerNorm\.(weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
     (r"embeddings\.LayerNorm\.(bias|beta)", "bert/embeddings/LayerNorm/beta", False),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight", "bert/encoder/layer_{0}/attention/self/{1}/kernel", True),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias", "bert/encoder/layer_{0}/attention/self/{1}/bias", False),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.weight", "bert/encoder/layer_{0}/attention/output/dense/kernel", True),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.bias", "bert/encoder/layer_{0}/attention/output/dense/bias", False),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(weight|gamma)", "bert/encoder/layer_{0}/attention/output/LayerNorm/gamma", False),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(bias|beta)", "bert/encoder/layer_{0}/attention/output/LayerNorm/beta", False),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight",
+        "bert/encoder/layer_{0}/attention/self/{1}/kernel",
+        True,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias",
+        "bert/encoder/layer_{0}/attention/self/{1}/bias",
+        False,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.output\.dense\.weight",
+        "bert/encoder/layer_{0}/attention/output/dense/kernel",
+        True,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.output\.dense\.bias",
+        "bert/encoder/layer_{0}/attention/output/dense/bias",
+        False,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(weight|gamma)",
+        "bert/encoder/layer_{0}/attention/output/LayerNorm/gamma",
+        False,
+    ),
+    (
+        r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(bias|beta)",
+        "bert/encoder/layer_{0}/attention/output/LayerNorm/beta",
+        False,
+    ),
     (r"encoder\.layer\.(\d+)\.intermediate\.dense\.weight", "bert/encoder/layer_{0}/intermediate/dense/kernel", True),
     (r"encoder\.layer\.(\d+)\.intermediate\.dense\.bias", "bert/encoder/layer_{0}/intermediate/dense/bias", False),
     (r"encoder\.layer\.(\d+)\.output\.dense\.weight", "bert/encoder/layer_{0}/output/dense/kernel", True),
     (r"encoder\.layer\.(\d+)\.output\.dense\.bias", "bert/encoder/layer_{0}/output/dense/bias", False),
-    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|gamma)", "bert/encoder/layer_{0}/output/LayerNorm/gamma", False),
+    (
+        r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|gamma)",
+        "bert/encoder/layer_{0}/output/LayerNorm/gamma",
+        False,
+    ),
     (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(bias|beta)", "bert/encoder/layer_{0}/output/LayerNorm/beta", False),
     (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
     (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
@@ -102,9 +137,18 @@ def hf_config_to_bert_config(values, source="config.json"):
         raise BertConfigError(f"{source}: hidden_act {activation!r} has no BERT equivalent here")
     if values.get("position_embedding_type", "absolute") != "absolute":
         raise BertConfigError(f"{source}: only absolute position embeddings are supported")
-    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-            "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
-            "type_vocab_size", "initializer_range")
+    keys = (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+        "max_position_embeddings",
+        "type_vocab_size",
+        "initializer_range",
+    )
     try:
         return BertConfig.from_dict(
             {**{key: values[key] for key in keys if key in values}, "hidden_act": _HF_ACTIVATIONS[activation]},
@@ -118,7 +162,7 @@ def hf_to_google_names(tensors, source="model.safetensors"):
     """Renames Hugging Face BERT tensors to Google's TF1 names and layouts."""
     converted = {}
     for name, value in tensors.items():
-        short = name[len("bert."):] if name.startswith("bert.") else name
+        short = name[len("bert.") :] if name.startswith("bert.") else name
         if _SKIPPED.search(short):
             continue
         for pattern, template, linear in _NAME_RULES:
@@ -137,7 +181,9 @@ def load_hf_directory(directory):
     weights_path = os.path.join(directory, "model.safetensors")
     for path in (config_path, weights_path):
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path}: missing; a Hugging Face BERT directory holds config.json and model.safetensors")
+            raise FileNotFoundError(
+                f"{path}: missing; a Hugging Face BERT directory holds config.json and model.safetensors"
+            )
     with open(config_path, encoding="utf-8") as reader:
         try:
             values = json.load(reader)

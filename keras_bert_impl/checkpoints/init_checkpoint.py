@@ -9,8 +9,6 @@ import re
 
 import tensorflow as tf
 
-from keras_bert_impl.models.bert_encoder import BertEncoder
-from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.checkpoints.google_checkpoint import (
     LoadReport,
     assign_google_weights,
@@ -18,8 +16,9 @@ from keras_bert_impl.checkpoints.google_checkpoint import (
     load_google_checkpoint,
     resolve_checkpoint_prefix,
 )
+from keras_bert_impl.errors import CheckpointMismatchError
+from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
-
 
 # (config key, checkpoint name pattern of a weight whose shape gives it, which dimension).
 _IMPLIED = (
@@ -29,7 +28,9 @@ _IMPLIED = (
     ("type_vocab_size", r"(^bert/embeddings/token_type_embeddings$|token_type_embeddings/_embeddings/)", 0),
     ("intermediate_size", r"(^bert/encoder/layer_0/intermediate/dense/kernel$|/intermediate/_kernel/)", 1),
 )
-_LAYER = re.compile(r"(^bert/encoder/layer_(\d+)/attention/self/query/kernel$|/_operations/(\d+)/self_attention/query/_kernel/)")
+_LAYER = re.compile(
+    r"(^bert/encoder/layer_(\d+)/attention/self/query/kernel$|/_operations/(\d+)/self_attention/query/_kernel/)"
+)
 
 
 def implied_config(shapes):
@@ -54,17 +55,23 @@ def check_init_checkpoint(path, config, config_file="bert_config.json"):
         shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     except (tf.errors.OpError, ValueError) as error:
         message = getattr(error, "message", str(error)).strip().splitlines()[0]
-        raise CheckpointMismatchError(f"{prefix}: not a readable checkpoint ({message}); check --init_checkpoint") from None
+        raise CheckpointMismatchError(
+            f"{prefix}: not a readable checkpoint ({message}); check --init_checkpoint"
+        ) from None
     implied = implied_config(shapes)
     if "vocab_size" not in implied:
-        raise CheckpointMismatchError(f"{prefix}: holds no BERT embeddings ({len(shapes)} other variables); "
-                                      "pass a BERT checkpoint as --init_checkpoint")
+        raise CheckpointMismatchError(
+            f"{prefix}: holds no BERT embeddings ({len(shapes)} other variables); "
+            "pass a BERT checkpoint as --init_checkpoint"
+        )
     differ = {key: value for key, value in implied.items() if getattr(config, key) != value}
     if differ:
         ours = ", ".join(f"{key}={getattr(config, key)}" for key in differ)
         theirs = ", ".join(f"{key}={value}" for key, value in differ.items())
-        raise CheckpointMismatchError(f"{prefix}: does not fit {config_file} (the checkpoint has {theirs}; the config "
-                                      f"says {ours}); use the bert_config.json the checkpoint was trained with")
+        raise CheckpointMismatchError(
+            f"{prefix}: does not fit {config_file} (the checkpoint has {theirs}; the config "
+            f"says {ours}); use the bert_config.json the checkpoint was trained with"
+        )
 
 
 def is_object_based(prefix):

@@ -76,11 +76,13 @@ def _with_threshold(scores, null_odds, has_answer, threshold):
 
 def _totals(exact, f1, qids):
     qids = [qid for qid in qids if qid in exact]  # questions without a prediction are left out
-    return collections.OrderedDict([
-        ("exact", 100.0 * sum(exact[q] for q in qids) / len(qids)),
-        ("f1", 100.0 * sum(f1[q] for q in qids) / len(qids)),
-        ("total", len(qids)),
-    ])
+    return collections.OrderedDict(
+        [
+            ("exact", 100.0 * sum(exact[q] for q in qids) / len(qids)),
+            ("f1", 100.0 * sum(f1[q] for q in qids) / len(qids)),
+            ("total", len(qids)),
+        ]
+    )
 
 
 def _best_threshold(predictions, scores, null_odds, has_answer):
@@ -113,6 +115,8 @@ def evaluate_v2(dataset, predictions, null_odds=None, null_odds_threshold=1.0):
             for key, value in _totals(exact, f1, qids).items():
                 results[f"{prefix}_{key}"] = value
     if given_odds:
-        results["best_exact"], results["best_exact_thresh"] = _best_threshold(predictions, exact_raw, null_odds, has_answer)
+        results["best_exact"], results["best_exact_thresh"] = _best_threshold(
+            predictions, exact_raw, null_odds, has_answer
+        )
         results["best_f1"], results["best_f1_thresh"] = _best_threshold(predictions, f1_raw, null_odds, has_answer)
     return results

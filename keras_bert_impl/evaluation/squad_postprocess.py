@@ -57,8 +57,16 @@ def final_text(predicted_text, original_text, normalized_words):
     return original_text[original_start : original_end + 1]
 
 
-def compute_predictions(examples, features, results, text_tokenizer, n_best_size=20, max_answer_length=30,
-                        version_2_with_negative=False, null_score_diff_threshold=0.0):
+def compute_predictions(
+    examples,
+    features,
+    results,
+    text_tokenizer,
+    n_best_size=20,
+    max_answer_length=30,
+    version_2_with_negative=False,
+    null_score_diff_threshold=0.0,
+):
     """`results`: {unique_id: (start_logits, end_logits)}. Returns (predictions, nbest, null_odds)."""
     by_example = collections.defaultdict(list)
     for feature in features:
@@ -74,9 +82,15 @@ def compute_predictions(examples, features, results, text_tokenizer, n_best_size
                 null_feature, null_start, null_end = feature_index, start_logits[0], end_logits[0]
             for start in _best_indexes(start_logits, n_best_size):
                 for end in _best_indexes(end_logits, n_best_size):
-                    if (start >= len(feature.tokens) or end >= len(feature.tokens) or start not in feature.token_to_orig_map
-                            or end not in feature.token_to_orig_map or not feature.token_is_max_context.get(start, False)
-                            or end < start or end - start + 1 > max_answer_length):
+                    if (
+                        start >= len(feature.tokens)
+                        or end >= len(feature.tokens)
+                        or start not in feature.token_to_orig_map
+                        or end not in feature.token_to_orig_map
+                        or not feature.token_is_max_context.get(start, False)
+                        or end < start
+                        or end - start + 1 > max_answer_length
+                    ):
                         continue
                     prelim.append((feature_index, start, end, start_logits[start], end_logits[end]))
         if version_2_with_negative:
@@ -90,7 +104,9 @@ def compute_predictions(examples, features, results, text_tokenizer, n_best_size
         for feature_index, start, end, _, _ in prelim[: 4 * n_best_size]:
             if start > 0:
                 feature = by_example[example_index][feature_index]
-                words = examples[example_index].doc_tokens[feature.token_to_orig_map[start] : feature.token_to_orig_map[end] + 1]
+                words = examples[example_index].doc_tokens[
+                    feature.token_to_orig_map[start] : feature.token_to_orig_map[end] + 1
+                ]
                 texts.setdefault(" ".join(words), None)
     originals = list(texts)
     for original, words in zip(originals, text_tokenizer(originals)):
@@ -106,7 +122,9 @@ def compute_predictions(examples, features, results, text_tokenizer, n_best_size
             if start > 0:
                 feature = by_example[example_index][feature_index]
                 pieces = " ".join(feature.tokens[start : end + 1]).replace(" ##", "").replace("##", "")
-                original = " ".join(example.doc_tokens[feature.token_to_orig_map[start] : feature.token_to_orig_map[end] + 1])
+                original = " ".join(
+                    example.doc_tokens[feature.token_to_orig_map[start] : feature.token_to_orig_map[end] + 1]
+                )
                 if texts.get(original) is None:  # beyond the batched candidates: split now
                     texts[original] = text_tokenizer([original])[0]
                 text = final_text(" ".join(pieces.split()), original, texts[original])

@@ -33,9 +33,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.query = keras.layers.Dense(width, kernel_initializer=initializer, name="query")
         self.key = keras.layers.Dense(width, kernel_initializer=initializer, name="key")
         self.value = keras.layers.Dense(width, kernel_initializer=initializer, name="value")
-        self.attention_output = keras.layers.Dense(
-            width, kernel_initializer=initializer, name="attention_output"
-        )
+        self.attention_output = keras.layers.Dense(width, kernel_initializer=initializer, name="attention_output")
         self.dropout = keras.layers.Dropout(dropout_rate, name="attention_probs_dropout")
 
     def build(self, hidden_states_shape, input_mask_shape=None):

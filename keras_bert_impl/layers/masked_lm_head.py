@@ -31,9 +31,7 @@ class MaskedLMHead(keras.layers.Layer):
     def build(self, sequence_output_shape, masked_lm_positions_shape=None, embedding_table_shape=None):
         self.transform.build((None, self.hidden_size))
         self.layer_norm.build((None, self.hidden_size))
-        self.output_bias = self.add_weight(
-            shape=(self.vocab_size,), initializer="zeros", name="output_bias"
-        )
+        self.output_bias = self.add_weight(shape=(self.vocab_size,), initializer="zeros", name="output_bias")
         self.built = True
 
     def call(self, sequence_output, masked_lm_positions, embedding_table):

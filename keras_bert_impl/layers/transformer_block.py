@@ -40,18 +40,14 @@ class TransformerBlock(keras.layers.Layer):
             name="self_attention",
         )
         self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, name="attention_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=1e-12, name="attention_layer_norm"
-        )
+        self.attention_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
             intermediate_size,
             activation=get_activation(hidden_act),
             kernel_initializer=initializer,
             name="intermediate",
         )
-        self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=initializer, name="output_dense"
-        )
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output_dense")
         self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="output_layer_norm")
 

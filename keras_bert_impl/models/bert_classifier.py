@@ -14,9 +14,7 @@ class BertClassifier(TaskModel):
         inputs = dict(encoder.input)
         pooled = encoder(inputs)["pooled_output"]
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
-        classifier = keras.layers.Dense(
-            num_classes, kernel_initializer=head_initializer(encoder), name="classifier"
-        )
+        classifier = keras.layers.Dense(num_classes, kernel_initializer=head_initializer(encoder), name="classifier")
         outputs = {"logits": classifier(dropout(pooled))}
         kwargs.setdefault("name", "bert_classifier")
         super().__init__(encoder, inputs, outputs, **kwargs)

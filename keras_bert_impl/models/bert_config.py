@@ -65,13 +65,8 @@ class BertConfig:
         ):
             problems.append(f"initializer_range must be positive, got {self.initializer_range!r}")
         if self.hidden_act not in HIDDEN_ACTIVATIONS:
-            problems.append(
-                f"hidden_act must be one of {', '.join(HIDDEN_ACTIVATIONS)}, got {self.hidden_act!r}"
-            )
-        if (
-            not problems
-            and self.hidden_size % self.num_attention_heads
-        ):
+            problems.append(f"hidden_act must be one of {', '.join(HIDDEN_ACTIVATIONS)}, got {self.hidden_act!r}")
+        if not problems and self.hidden_size % self.num_attention_heads:
             problems.append(
                 f"hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
                 f"({self.num_attention_heads})"
@@ -86,14 +81,18 @@ class BertConfig:
     def check_max_seq_length(self, max_seq_length, source="bert_config.json"):
         """Every runner's check: the packed sequence must fit the position embeddings."""
         if max_seq_length > self.max_position_embeddings:
-            raise ValueError(f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
-                             f"{self.max_position_embeddings} in {source}; lower --max_seq_length")
+            raise ValueError(
+                f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
+                f"{self.max_position_embeddings} in {source}; lower --max_seq_length"
+            )
 
     def check_vocab_size(self, vocab_size, vocab_file, source="bert_config.json"):
         """A vocab.txt of another model would train and serve silently wrong ids."""
         if vocab_size != self.vocab_size:
-            raise ValueError(f"{vocab_file}: has {vocab_size} tokens but {source} says vocab_size={self.vocab_size}; "
-                             "use the vocab.txt released with the model")
+            raise ValueError(
+                f"{vocab_file}: has {vocab_size} tokens but {source} says vocab_size={self.vocab_size}; "
+                "use the vocab.txt released with the model"
+            )
 
     @classmethod
     def from_dict(cls, values, source="config"):

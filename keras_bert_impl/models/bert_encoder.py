@@ -2,10 +2,10 @@
 
 import keras
 
-from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.layers.bert_embeddings import BertEmbeddings
 from keras_bert_impl.layers.bert_pooler import BertPooler
 from keras_bert_impl.layers.transformer_block import TransformerBlock
+from keras_bert_impl.models.bert_config import BertConfig
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -37,10 +37,7 @@ class BertMultipleChoice(TaskModel):
     pooled output, as in the paper's SWAG set-up."""
 
     def __init__(self, encoder, num_choices=4, dropout_rate=0.1, **kwargs):
-        inputs = {
-            name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
-            for name in encoder.input
-        }
+        inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name) for name in encoder.input}
         fold = _FoldChoices(name="fold_choices")
         pooled = encoder({name: fold(tensor) for name, tensor in inputs.items()})["pooled_output"]
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")

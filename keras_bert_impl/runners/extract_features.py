@@ -49,7 +49,9 @@ def extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length
                     collections.OrderedDict(
                         token=token,
                         layers=[
-                            collections.OrderedDict(index=layer_index, values=[round(float(x), 6) for x in layer[row, position]])
+                            collections.OrderedDict(
+                                index=layer_index, values=[round(float(x), 6) for x in layer[row, position]]
+                            )
                             for layer_index, layer in zip(layer_indexes, layers)
                         ],
                     )
@@ -58,8 +60,19 @@ def extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length
             )
 
 
-def run_extract_features(input_file, output_file, bert_config_file, vocab_file, init_checkpoint=None, layers="-1,-2,-3,-4",
-                         max_seq_length=128, do_lower_case=True, batch_size=32, allow_random_weights=False, log=print):
+def run_extract_features(
+    input_file,
+    output_file,
+    bert_config_file,
+    vocab_file,
+    init_checkpoint=None,
+    layers="-1,-2,-3,-4",
+    max_seq_length=128,
+    do_lower_case=True,
+    batch_size=32,
+    allow_random_weights=False,
+    log=print,
+):
     """extract_features.py: every check first, then one JSON line per input line, written atomically."""
     import json  # noqa: PLC0415
 
@@ -82,8 +95,10 @@ def run_extract_features(input_file, output_file, bert_config_file, vocab_file, 
     if init_checkpoint:
         check_init_checkpoint(init_checkpoint, config, bert_config_file)
     elif not allow_random_weights:
-        raise ValueError("no --init_checkpoint: the features would come from random weights; pass --init_checkpoint "
-                         "(or --allow_random_weights)")
+        raise ValueError(
+            "no --init_checkpoint: the features would come from random weights; pass --init_checkpoint "
+            "(or --allow_random_weights)"
+        )
     tokenizer = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
     config.check_vocab_size(len(tokenizer.inv_vocab), vocab_file, bert_config_file)
     examples = read_lines(input_file)

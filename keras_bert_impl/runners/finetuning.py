@@ -49,8 +49,9 @@ class FineTuningRun(RunSetup):
         if options.export_dir:
             check_writable(options.export_dir, "--export_dir", kind="replaced")
             if exists(options.export_dir) and not options.force:
-                raise FileExistsError(f"{options.export_dir}: already exists; pass --force to replace it "
-                                      "(or choose another --export_dir)")
+                raise FileExistsError(
+                    f"{options.export_dir}: already exists; pass --force to replace it (or choose another --export_dir)"
+                )
         if options.num_train_epochs <= 0 and options.do_train:
             raise ValueError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
         super().__init__(options, log)
@@ -76,9 +77,11 @@ class FineTuningRun(RunSetup):
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
             if not self.options.allow_random_weights:
-                raise ValueError(f"{self.options.output_dir}: holds no checkpoint and no --init_checkpoint was given, "
-                                 "so the weights would be random; train first, pass --init_checkpoint, or "
-                                 "--allow_random_weights")
+                raise ValueError(
+                    f"{self.options.output_dir}: holds no checkpoint and no --init_checkpoint was given, "
+                    "so the weights would be random; train first, pass --init_checkpoint, or "
+                    "--allow_random_weights"
+                )
             self.log_warning("no checkpoint in --output_dir and no --init_checkpoint: using random weights")
 
     def log_warning(self, message):
@@ -92,8 +95,15 @@ class FineTuningRun(RunSetup):
         options = self.options
         spec = self.task.feature_spec(is_training=True)
         feature_specs.check_records_match(path, spec, "training records")
-        dataset = make_tfrecord_dataset([path], spec, self.per_pipeline_batch(options.train_batch_size), True,
-                                        self.pipeline_id, self.num_pipelines, seed=options.random_seed)
+        dataset = make_tfrecord_dataset(
+            [path],
+            spec,
+            self.per_pipeline_batch(options.train_batch_size),
+            True,
+            self.pipeline_id,
+            self.num_pipelines,
+            seed=options.random_seed,
+        )
         self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
         return self.trainer.train(dataset, num_train_steps, options.train_batch_size, eval_schedule=eval_schedule)
 
@@ -108,9 +118,12 @@ class FineTuningRun(RunSetup):
         # Whole batches only (static shapes, as TPUs need); the padding rows are dropped.
         padded = math.ceil(count / batch_size) * batch_size
         names = [name for name in features if name in ("input_ids", "input_mask", "segment_ids")]
-        inputs = {name: np.concatenate([features[name].astype(np.int32),
-                                        np.zeros((padded - count,) + features[name].shape[1:], np.int32)])
-                  for name in names}
+        inputs = {
+            name: np.concatenate(
+                [features[name].astype(np.int32), np.zeros((padded - count,) + features[name].shape[1:], np.int32)]
+            )
+            for name in names
+        }
         step = tf.function(lambda batch: self.model(self.task.model_inputs(batch), training=False))
         outputs = []
         for batch in tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size):
@@ -132,8 +145,10 @@ class FineTuningRun(RunSetup):
         results = {**results, "global_step": self.trainer.global_step}
         if self.trainer.is_chief:
             write_eval_results(results, os.path.join(self.options.output_dir, name))
-        self.log("eval: " + ", ".join(f"{k} = {v:.4f}" if isinstance(v, float) else f"{k} = {v}"
-                                      for k, v in sorted(results.items())))
+        self.log(
+            "eval: "
+            + ", ".join(f"{k} = {v:.4f}" if isinstance(v, float) else f"{k} = {v}" for k, v in sorted(results.items()))
+        )
         return results
 
     def export(self, **export_options):
@@ -143,8 +158,15 @@ class FineTuningRun(RunSetup):
             return None
         from keras_bert_impl.serving.export import export_saved_model  # noqa: PLC0415
 
-        path = export_saved_model(self.model, self.task, options.vocab_file, options.do_lower_case, options.export_dir,
-                                  force=options.force, **export_options)
+        path = export_saved_model(
+            self.model,
+            self.task,
+            options.vocab_file,
+            options.do_lower_case,
+            options.export_dir,
+            force=options.force,
+            **export_options,
+        )
         self.log(f"exported a SavedModel to {path}")
         return path
 

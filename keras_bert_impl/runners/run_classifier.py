@@ -7,8 +7,11 @@ from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_cl
 
 
 def splits_wanted(options):
-    return [split for split, wanted in (("train", options.do_train), ("dev", options.do_eval),
-                                        ("test", options.do_predict)) if wanted]
+    return [
+        split
+        for split, wanted in (("train", options.do_train), ("dev", options.do_eval), ("test", options.do_predict))
+        if wanted
+    ]
 
 
 def classification_data(run, data_dir, task_name, processor=None):
@@ -23,10 +26,12 @@ def classification_data(run, data_dir, task_name, processor=None):
             data.path(split)  # every split the flags need, before training starts
         return data
     if processor is None:
-        raise FileNotFoundError(f"{data_dir}: holds no meta.json; pass the directory create_finetuning_data wrote, "
-                                "or the task's TSV files")
-    write_classification_data(processor, task_name, splits_wanted(options), run.tokenizer, options.max_seq_length,
-                              options.output_dir)
+        raise FileNotFoundError(
+            f"{data_dir}: holds no meta.json; pass the directory create_finetuning_data wrote, or the task's TSV files"
+        )
+    write_classification_data(
+        processor, task_name, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir
+    )
     return FineTuningData.open(options.output_dir)
 
 
@@ -37,8 +42,9 @@ def run_classifier(options, task_name, data_dir, processor=None, log=print):
     probabilities per test example (Google's format; the predicted score for regression)."""
     run = FineTuningRun(options, log)
     data = classification_data(run, data_dir, task_name, processor)
-    task = create_task(data.model_type, run.config, options.max_seq_length, label_names=data.labels,
-                       task_name=data.meta["task_name"])
+    task = create_task(
+        data.model_type, run.config, options.max_seq_length, label_names=data.labels, task_name=data.meta["task_name"]
+    )
     if options.do_train:
         log(f"{data.count('train')} training examples ({data.meta.get('skipped_rows', 0)} rows skipped)")
     return run_finetuning(run, task, data)

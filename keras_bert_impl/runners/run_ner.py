@@ -24,8 +24,9 @@ def ner_data(run, data_dir, max_train_sentences=None, seed=12345):
         return data
     if max_train_sentences:
         return _subsampled_conll(run, data_dir, max_train_sentences, seed)
-    write_conll_data(data_dir, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir,
-                     warn=run.log)
+    write_conll_data(
+        data_dir, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=run.log
+    )
     return FineTuningData.open(options.output_dir)
 
 
@@ -50,8 +51,9 @@ def _subsampled_conll(run, data_dir, max_train_sentences, seed):
             for sentence in sentences:
                 writer.writelines(f"{word} _ _ {tag}\n" for word, tag in zip(sentence.words, sentence.labels))
                 writer.write("\n")
-    write_conll_data(staged, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir,
-                     warn=run.log)
+    write_conll_data(
+        staged, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=run.log
+    )
     return FineTuningData.open(options.output_dir)
 
 
@@ -105,7 +107,7 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
                     writer.writelines(f"{w} {g} {p}\n" for w, g, p in zip(sentence.words, sentence.labels, tags))
                     writer.write("\n")
         if split == "dev":
-            results = run.write_results({"eval_precision": scores["precision"], "eval_recall": scores["recall"],
-                                         "eval_f1": scores["f1"]})
+            results = run.write_results(
+                {"eval_precision": scores["precision"], "eval_recall": scores["recall"], "eval_f1": scores["f1"]}
+            )
     return RunResult(train=trained, eval=results)
-

@@ -30,9 +30,14 @@ def run_pretraining(options, log=print):
     if not (options.do_train or options.do_eval):
         raise ValueError("at least one of --do_train or --do_eval must be True")
     train_files = expand_file_patterns(options.input_file) if options.do_train else None
-    eval_files = (expand_file_patterns(options.eval_input_file or options.input_file,
-                                       "--eval_input_file" if options.eval_input_file else "--input_file")
-                  if options.do_eval else None)
+    eval_files = (
+        expand_file_patterns(
+            options.eval_input_file or options.input_file,
+            "--eval_input_file" if options.eval_input_file else "--input_file",
+        )
+        if options.do_eval
+        else None
+    )
     setup = RunSetup(options, log)
     task = PretrainingTask(setup.config, options.max_seq_length, options.max_predictions_per_seq)
     spec = task.feature_spec()
@@ -43,14 +48,33 @@ def run_pretraining(options, log=print):
     trainer = setup.trainer
 
     def eval_dataset():
-        return make_tfrecord_dataset(eval_files, spec, setup.per_pipeline_batch(options.eval_batch_size), False,
-                                     setup.pipeline_id, setup.num_pipelines)
+        return make_tfrecord_dataset(
+            eval_files,
+            spec,
+            setup.per_pipeline_batch(options.eval_batch_size),
+            False,
+            setup.pipeline_id,
+            setup.num_pipelines,
+        )
 
-    schedule = EvalSchedule(options.eval_every_n_steps if options.do_train else None,
-                            lambda: trainer.evaluate(eval_dataset(), options.max_eval_steps)) if options.do_eval else None
+    schedule = (
+        EvalSchedule(
+            options.eval_every_n_steps if options.do_train else None,
+            lambda: trainer.evaluate(eval_dataset(), options.max_eval_steps),
+        )
+        if options.do_eval
+        else None
+    )
     if options.do_train:
-        dataset = make_tfrecord_dataset(train_files, spec, setup.per_pipeline_batch(options.train_batch_size), True,
-                                        setup.pipeline_id, setup.num_pipelines, seed=options.random_seed)
+        dataset = make_tfrecord_dataset(
+            train_files,
+            spec,
+            setup.per_pipeline_batch(options.train_batch_size),
+            True,
+            setup.pipeline_id,
+            setup.num_pipelines,
+            seed=options.random_seed,
+        )
         result = trainer.train(dataset, options.num_train_steps, options.train_batch_size, eval_schedule=schedule)
         if options.export_google_checkpoint and trainer.is_chief:
             prefix = save_google_checkpoint(model, os.path.join(options.output_dir, "bert_model.ckpt"))
@@ -65,8 +89,10 @@ def run_pretraining(options, log=print):
         if latest:
             log(f"evaluating {latest}")
         elif not options.init_checkpoint:
-            raise ValueError(f"{options.output_dir}: holds no checkpoint and no --init_checkpoint was given: nothing to "
-                             "evaluate; pass --init_checkpoint or train first")
+            raise ValueError(
+                f"{options.output_dir}: holds no checkpoint and no --init_checkpoint was given: nothing to "
+                "evaluate; pass --init_checkpoint or train first"
+            )
         results = trainer.record_evaluation(schedule)
     results.pop("step", None)
     results["global_step"] = trainer.global_step

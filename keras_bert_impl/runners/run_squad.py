@@ -15,38 +15,71 @@ from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_sq
 from tfrecord_tools.squad_data import FEATURES_SUFFIX, read_features_sidecar, read_squad_examples
 
 
-def squad_data(run, data_dir=None, train_file=None, predict_file=None, version_2_with_negative=False, doc_stride=128,
-               max_query_length=64, warn=print):
+def squad_data(
+    run,
+    data_dir=None,
+    train_file=None,
+    predict_file=None,
+    version_2_with_negative=False,
+    doc_stride=128,
+    max_query_length=64,
+    warn=print,
+):
     """`data_dir` as create_finetuning_data wrote it (checked against the flags), or the SQuAD JSON
     files converted into --output_dir."""
     options = run.options
     if data_dir:
         data = FineTuningData.open(data_dir)
         data.check(["squad"], options.max_seq_length, options.do_lower_case, options.vocab_file)
-        for key, value in (("version_2_with_negative", version_2_with_negative), ("doc_stride", doc_stride),
-                           ("max_query_length", max_query_length)):
+        for key, value in (
+            ("version_2_with_negative", version_2_with_negative),
+            ("doc_stride", doc_stride),
+            ("max_query_length", max_query_length),
+        ):
             if data.meta.get(key) != value:
-                raise ValueError(f"{data_dir}/meta.json: made with {key}={data.meta.get(key)} but --{key}={value}; "
-                                 "make them agree")
+                raise ValueError(
+                    f"{data_dir}/meta.json: made with {key}={data.meta.get(key)} but --{key}={value}; make them agree"
+                )
         return data
-    write_squad_data(run.tokenizer, options.max_seq_length, options.output_dir,
-                     train_file if options.do_train else None,
-                     predict_file if (options.do_predict or options.do_eval) else None,
-                     version_2_with_negative, doc_stride, max_query_length, warn=warn)
+    write_squad_data(
+        run.tokenizer,
+        options.max_seq_length,
+        options.output_dir,
+        train_file if options.do_train else None,
+        predict_file if (options.do_predict or options.do_eval) else None,
+        version_2_with_negative,
+        doc_stride,
+        max_query_length,
+        warn=warn,
+    )
     return FineTuningData.open(options.output_dir)
 
 
-def run_squad(options, train_file=None, predict_file=None, version_2_with_negative=False, doc_stride=128,
-              max_query_length=64, n_best_size=20, max_answer_length=30, null_score_diff_threshold=0.0,
-              verbose_logging=False, data_dir=None, log=print):
+def run_squad(
+    options,
+    train_file=None,
+    predict_file=None,
+    version_2_with_negative=False,
+    doc_stride=128,
+    max_query_length=64,
+    n_best_size=20,
+    max_answer_length=30,
+    null_score_diff_threshold=0.0,
+    verbose_logging=False,
+    data_dir=None,
+    log=print,
+):
     """With `data_dir` (create_finetuning_data's output) training reads its train.tfrecord and
     prediction its predict.tfrecord; the predict file is still read for the answers' text."""
     if options.do_eval:
-        raise ValueError("--do_eval: run_squad evaluates with --do_predict when --predict_file has answers; "
-                         "use --do_predict")
+        raise ValueError(
+            "--do_eval: run_squad evaluates with --do_predict when --predict_file has answers; use --do_predict"
+        )
     if data_dir and not is_data_dir(data_dir):
-        raise FileNotFoundError(f"{data_dir}: holds no meta.json; pass the directory create_finetuning_data wrote "
-                                "(or --train_file / --predict_file instead of --data_dir)")
+        raise FileNotFoundError(
+            f"{data_dir}: holds no meta.json; pass the directory create_finetuning_data wrote "
+            "(or --train_file / --predict_file instead of --data_dir)"
+        )
     if options.do_train and not (train_file or data_dir):
         raise ValueError("--do_train needs --train_file (or --data_dir)")
     if options.do_predict and not predict_file:
@@ -56,12 +89,15 @@ def run_squad(options, train_file=None, predict_file=None, version_2_with_negati
             check_readable_file(path, flag, "SQuAD JSON file")
     run = FineTuningRun(options, log)
     warn = log if verbose_logging else (lambda message: None)
-    data = squad_data(run, data_dir, train_file, predict_file, version_2_with_negative, doc_stride, max_query_length,
-                      warn)
+    data = squad_data(
+        run, data_dir, train_file, predict_file, version_2_with_negative, doc_stride, max_query_length, warn
+    )
     task = SpanTask(run.config, options.max_seq_length, max_query_length=max_query_length)
     if options.do_train:
-        log(f"{data.meta.get('train_examples')} training questions ({data.meta.get('train_skipped')} skipped: answer "
-            "not found in its context)")
+        log(
+            f"{data.meta.get('train_examples')} training questions ({data.meta.get('train_skipped')} skipped: answer "
+            "not found in its context)"
+        )
     steps = run.build_for(task, data.meta.get("train_examples", 0) if options.do_train else 0)
     trained = None
     if options.do_train:
@@ -74,17 +110,29 @@ def run_squad(options, train_file=None, predict_file=None, version_2_with_negati
     examples, _ = read_squad_examples(predict_file, False, version_2_with_negative)
     features = read_features_sidecar(data.sidecar("predict", FEATURES_SUFFIX))
     arrays = run.read_features(data.path("predict"))
-    if len(features) != len(arrays["input_ids"]) or (features and max(f.example_index for f in features) >= len(examples)):
-        raise ValueError(f"{data.path('predict')}: its windows were not made from {predict_file}; pass the predict "
-                         "file the data directory was made from")
+    if len(features) != len(arrays["input_ids"]) or (
+        features and max(f.example_index for f in features) >= len(examples)
+    ):
+        raise ValueError(
+            f"{data.path('predict')}: its windows were not made from {predict_file}; pass the predict "
+            "file the data directory was made from"
+        )
     log(f"predicting {len(examples)} questions in {len(features)} windows")
     outputs = run.predict(arrays, options.predict_batch_size)
-    results = {f.unique_id: (outputs["start_logits"][i].tolist(), outputs["end_logits"][i].tolist())
-               for i, f in enumerate(features)}
+    results = {
+        f.unique_id: (outputs["start_logits"][i].tolist(), outputs["end_logits"][i].tolist())
+        for i, f in enumerate(features)
+    }
     splitter = run.tokenizer.text_tokenizer
     predictions, nbest, null_odds = compute_predictions(
-        examples, features, results, lambda texts: _split_words(splitter, texts), n_best_size, max_answer_length,
-        version_2_with_negative, null_score_diff_threshold,
+        examples,
+        features,
+        results,
+        lambda texts: _split_words(splitter, texts),
+        n_best_size,
+        max_answer_length,
+        version_2_with_negative,
+        null_score_diff_threshold,
     )
     write_json(predictions, os.path.join(options.output_dir, "predictions.json"))
     write_json(nbest, os.path.join(options.output_dir, "nbest_predictions.json"))
@@ -94,19 +142,24 @@ def run_squad(options, train_file=None, predict_file=None, version_2_with_negati
         dataset = json.load(reader)["data"]
     if not any(qa.get("answers") for article in dataset for p in article["paragraphs"] for qa in p["qas"]):
         return RunResult(train=trained)
-    evaluation = (evaluate_v2(dataset, predictions, null_odds) if version_2_with_negative
-                  else evaluate_v1(dataset, predictions))
+    evaluation = (
+        evaluate_v2(dataset, predictions, null_odds) if version_2_with_negative else evaluate_v1(dataset, predictions)
+    )
     if version_2_with_negative:
         # The official threshold sweep only helps where predictions.json answered; swept over
         # every question's best non-null answer it finds the --null_score_diff_threshold to use.
-        answers = {qid: next((entry["text"] for entry in entries if entry["text"]), "") for qid, entries in nbest.items()}
+        answers = {
+            qid: next((entry["text"] for entry in entries if entry["text"]), "") for qid, entries in nbest.items()
+        }
         sweep = evaluate_v2(dataset, answers, null_odds)
         for key in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
             evaluation[f"any_threshold_{key}"] = sweep[key]
         # The spans apart from the null decision: no null odds, so every question is answered.
         evaluation["best_non_null_HasAns_f1"] = evaluate_v2(dataset, answers)["HasAns_f1"]
-        log(f"best --null_score_diff_threshold on this data: {sweep['best_f1_thresh']:.4f} (F1 {sweep['best_f1']:.2f}; "
-            f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold})")
+        log(
+            f"best --null_score_diff_threshold on this data: {sweep['best_f1_thresh']:.4f} (F1 {sweep['best_f1']:.2f}; "
+            f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold})"
+        )
     write_json(evaluation, os.path.join(options.output_dir, "eval_results.json"))
     log("eval: " + json.dumps(evaluation))
     return RunResult(train=trained, eval=evaluation)

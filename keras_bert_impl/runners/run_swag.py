@@ -8,13 +8,17 @@ from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_sw
 
 def run_swag(options, data_dir, log=print):
     if options.do_predict:
-        raise ValueError("--do_predict: run_swag writes no predictions (SWAG's test split has no labels); drop the flag")
+        raise ValueError(
+            "--do_predict: run_swag writes no predictions (SWAG's test split has no labels); drop the flag"
+        )
     run = FineTuningRun(options, log)
     if is_data_dir(data_dir):
         data = FineTuningData.open(data_dir)
         data.check(["swag"], options.max_seq_length, options.do_lower_case, options.vocab_file)
     else:
-        write_swag_data(data_dir, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=log)
+        write_swag_data(
+            data_dir, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=log
+        )
         data = FineTuningData.open(options.output_dir)
     task = MultipleChoiceTask(run.config, options.max_seq_length, num_choices=data.meta.get("num_choices", 4))
     return run_finetuning(run, task, data)

@@ -33,8 +33,9 @@ def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, varia
     with atomic_directory(export_dir, force=force) as temporary:
         tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case)
         vocab = tokenizer.ids_to_tokens(tf.range(tokenizer.vocab_size)).numpy().tolist()
-        packer = Packer(tokenizer, vocab.index(b"[CLS]"), vocab.index(b"[SEP]"), task.max_seq_length,
-                        variable_seq_length)
+        packer = Packer(
+            tokenizer, vocab.index(b"[CLS]"), vocab.index(b"[SEP]"), task.max_seq_length, variable_seq_length
+        )
         archive = keras.export.ExportArchive()
         archive.track(model)
 
@@ -54,19 +55,36 @@ def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, varia
 
         ids_shape = [None, None] if len(model.input["input_ids"].shape) == 2 else [None, None, None]
         archive.add_endpoint("serving_default", serve_text, input_signature=task.text_signature())
-        archive.add_endpoint("serve_ids", serve_ids, input_signature=[
-            tf.TensorSpec(ids_shape, tf.int32, name=name) for name in MODEL_INPUT_NAMES])
-        archive.add_endpoint("serve_examples", serve_examples,
-                             input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        archive.add_endpoint(
+            "serve_ids",
+            serve_ids,
+            input_signature=[tf.TensorSpec(ids_shape, tf.int32, name=name) for name in MODEL_INPUT_NAMES],
+        )
+        archive.add_endpoint(
+            "serve_examples", serve_examples, input_signature=[tf.TensorSpec([None], tf.string, name="examples")]
+        )
         archive.write_out(temporary, verbose=False)
         # The vocabulary travels with the model.
         shutil.copyfile(vocab_file, os.path.join(temporary, "assets", os.path.basename(vocab_file)))
     return export_dir
 
 
-def build_and_export(bert_config_file, vocab_file, do_lower_case, init_checkpoint, model_type, export_dir,
-                     label_names=None, num_choices=4, max_seq_length=128, max_query_length=64,
-                     variable_seq_length=False, force=False, allow_random_weights=False, log=print):
+def build_and_export(
+    bert_config_file,
+    vocab_file,
+    do_lower_case,
+    init_checkpoint,
+    model_type,
+    export_dir,
+    label_names=None,
+    num_choices=4,
+    max_seq_length=128,
+    max_query_length=64,
+    variable_seq_length=False,
+    force=False,
+    allow_random_weights=False,
+    log=print,
+):
     """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the
     export location), then the task model from config + checkpoint, then `export_saved_model`."""
     from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
@@ -85,14 +103,24 @@ def build_and_export(bert_config_file, vocab_file, do_lower_case, init_checkpoin
         raise ValueError(f"{vocab_file}: has no {' or '.join(missing)} token; pass the vocab.txt of a BERT model")
     check_writable(export_dir, "--export_dir", kind="replaced")
     if exists(export_dir) and not force:
-        raise FileExistsError(f"{export_dir}: already exists; pass --force to replace it (or choose another --export_dir)")
+        raise FileExistsError(
+            f"{export_dir}: already exists; pass --force to replace it (or choose another --export_dir)"
+        )
     if init_checkpoint:
         check_init_checkpoint(init_checkpoint, config, bert_config_file)
     elif not allow_random_weights:
-        raise ValueError("no --init_checkpoint: the SavedModel would serve random weights; pass --init_checkpoint "
-                         "(or --allow_random_weights)")
-    task = create_task(model_type, config, max_seq_length, label_names=label_names, num_choices=num_choices,
-                       max_query_length=max_query_length)
+        raise ValueError(
+            "no --init_checkpoint: the SavedModel would serve random weights; pass --init_checkpoint "
+            "(or --allow_random_weights)"
+        )
+    task = create_task(
+        model_type,
+        config,
+        max_seq_length,
+        label_names=label_names,
+        num_choices=num_choices,
+        max_query_length=max_query_length,
+    )
     model = task.build_model()
     if init_checkpoint:
         log(f"init_checkpoint {init_checkpoint}: " + initialize_from_checkpoint(model, init_checkpoint).summary())

@@ -46,7 +46,12 @@ class Packer:
         length_a, start_a = lengths[:batch], starts[:batch]
         single_a, _ = self._budgets(length_a, None, max_query_length)
         if text_b is None:
-            keep_a, keep_b, start_b, has_b = single_a, tf.zeros_like(length_a), tf.zeros_like(length_a), tf.zeros_like(length_a, tf.bool)
+            keep_a, keep_b, start_b, has_b = (
+                single_a,
+                tf.zeros_like(length_a),
+                tf.zeros_like(length_a),
+                tf.zeros_like(length_a, tf.bool),
+            )
         else:
             length_b, start_b = lengths[batch:], starts[batch:]
             pair_a, pair_b = self._budgets(length_a, length_b, max_query_length)
@@ -69,7 +74,9 @@ class Packer:
         def take(values, pad):
             return tf.gather(tf.concat([values, tf.constant([pad], values.dtype)], axis=0), index)
 
-        input_ids = tf.where(j == 0, self.cls_id, tf.where((j == ka + 1) | last_sep, self.sep_id, tf.cast(take(ids, 0), tf.int32)))
+        input_ids = tf.where(
+            j == 0, self.cls_id, tf.where((j == ka + 1) | last_sep, self.sep_id, tf.cast(take(ids, 0), tf.int32))
+        )
         padded = {
             "input_ids": input_ids,
             "input_mask": tf.cast(j < total[:, None], tf.int32),

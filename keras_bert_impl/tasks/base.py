@@ -117,6 +117,15 @@ class SingleTextMixin:
         return packer.pack(text_a)
 
 
+def class_outputs(logits, label_names, id_key, name_key):
+    """Serving outputs of a softmax head: logits, probabilities, the argmax id and its name."""
+    ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    outputs = {"logits": logits, "probabilities": tf.nn.softmax(logits), id_key: ids}
+    if label_names:
+        outputs[name_key] = tf.gather(tf.constant(label_names), ids)
+    return outputs
+
+
 def softmax(logits):
     logits = np.asarray(logits, np.float64)
     exps = np.exp(logits - logits.max(axis=-1, keepdims=True))

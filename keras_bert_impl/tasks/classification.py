@@ -7,7 +7,14 @@ from keras import ops
 
 from keras_bert_impl.evaluation.metrics import classification_metrics, regression_metrics
 from keras_bert_impl.models.bert_classifier import BertClassifier
-from keras_bert_impl.tasks.base import Task, correct_sum, cross_entropy, softmax, sparse_cross_entropy_sum
+from keras_bert_impl.tasks.base import (
+    Task,
+    class_outputs,
+    correct_sum,
+    cross_entropy,
+    softmax,
+    sparse_cross_entropy_sum,
+)
 from tfrecord_tools import feature_specs
 
 
@@ -38,8 +45,10 @@ class ClassificationTask(Task):
         logits = ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32")
         labels = ops.reshape(features["label_ids"], (-1,))
         weights = self.example_weights(features)
-        return {"loss_sum": sparse_cross_entropy_sum(labels, logits, weights),
-                "accuracy": correct_sum(labels, logits, weights)}
+        return {
+            "loss_sum": sparse_cross_entropy_sum(labels, logits, weights),
+            "accuracy": correct_sum(labels, logits, weights),
+        }
 
     def evaluate(self, outputs, features):
         logits, gold = outputs["logits"], features["label_ids"][:, 0].astype(np.int64)
@@ -52,9 +61,7 @@ class ClassificationTask(Task):
 
     def serving_outputs(self, model, inputs):
         logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
-        label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits), "label_ids": label_ids,
-                "labels": tf.gather(tf.constant(self.label_names), label_ids)}
+        return class_outputs(logits, self.label_names, "label_ids", "labels")
 
 
 class RegressionTask(Task):
@@ -70,7 +77,9 @@ class RegressionTask(Task):
         return BertClassifier(self.new_encoder(encoder), num_classes=1)
 
     def numerators(self, model, features, training):
-        predictions = ops.reshape(ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32"), (-1,))
+        predictions = ops.reshape(
+            ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32"), (-1,)
+        )
         labels = ops.cast(ops.reshape(features["label_ids"], (-1,)), "float32")
         return {"loss_sum": ops.sum(ops.square(predictions - labels) * self.example_weights(features))}
 

@@ -5,7 +5,14 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
-from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES, Task, correct_sum, cross_entropy, sparse_cross_entropy_sum
+from keras_bert_impl.tasks.base import (
+    MODEL_INPUT_NAMES,
+    Task,
+    class_outputs,
+    correct_sum,
+    cross_entropy,
+    sparse_cross_entropy_sum,
+)
 from tfrecord_tools import feature_specs
 
 
@@ -28,8 +35,10 @@ class MultipleChoiceTask(Task):
         return BertMultipleChoice(self.new_encoder(encoder), num_choices=self.num_choices)
 
     def model_inputs(self, features):
-        return {name: ops.reshape(features[name], (ops.shape(features[name])[0], self.num_choices, -1))
-                for name in MODEL_INPUT_NAMES}
+        return {
+            name: ops.reshape(features[name], (ops.shape(features[name])[0], self.num_choices, -1))
+            for name in MODEL_INPUT_NAMES
+        }
 
     def numerators(self, model, features, training):
         logits = ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32")
@@ -42,8 +51,10 @@ class MultipleChoiceTask(Task):
         return {"eval_loss": loss, "loss": loss, "eval_accuracy": float(np.mean(outputs["logits"].argmax(-1) == gold))}
 
     def text_signature(self):
-        return [tf.TensorSpec([None], tf.string, name="text_a"),
-                tf.TensorSpec([None, self.num_choices], tf.string, name="text_b")]
+        return [
+            tf.TensorSpec([None], tf.string, name="text_a"),
+            tf.TensorSpec([None, self.num_choices], tf.string, name="text_b"),
+        ]
 
     def pack_text(self, packer, text_a, text_b):
         packed = packer.pack(tf.repeat(text_a, self.num_choices), tf.reshape(text_b, [-1]))
@@ -51,5 +62,4 @@ class MultipleChoiceTask(Task):
 
     def serving_outputs(self, model, inputs):
         logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits),
-                "label_ids": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        return class_outputs(logits, None, "label_ids", None)

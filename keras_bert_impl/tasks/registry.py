@@ -15,8 +15,15 @@ from keras_bert_impl.tasks.tagging import TaggingTask
 
 TASKS = {
     cls.name: cls
-    for cls in (EncoderTask, PretrainingTask, ClassificationTask, RegressionTask, SpanTask, TaggingTask,
-                MultipleChoiceTask)
+    for cls in (
+        EncoderTask,
+        PretrainingTask,
+        ClassificationTask,
+        RegressionTask,
+        SpanTask,
+        TaggingTask,
+        MultipleChoiceTask,
+    )
 }
 
 
@@ -38,5 +45,8 @@ def create_task(name, bert_config, max_seq_length, **options):
     """The task `name`, given whichever of `options` its constructor takes (None values skipped)."""
     cls = task_class(name)
     accepted = inspect.signature(cls.__init__).parameters
-    return cls(bert_config, max_seq_length, **{key: value for key, value in options.items()
-                                               if key in accepted and value is not None})
+    return cls(
+        bert_config,
+        max_seq_length,
+        **{key: value for key, value in options.items() if key in accepted and value is not None},
+    )

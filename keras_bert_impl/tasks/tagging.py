@@ -5,7 +5,14 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_impl.models.bert_token_classifier import BertTokenClassifier
-from keras_bert_impl.tasks.base import SingleTextMixin, Task, correct_sum, cross_entropy, sparse_cross_entropy_sum
+from keras_bert_impl.tasks.base import (
+    SingleTextMixin,
+    Task,
+    class_outputs,
+    correct_sum,
+    cross_entropy,
+    sparse_cross_entropy_sum,
+)
 from tfrecord_tools import feature_specs
 
 
@@ -33,8 +40,10 @@ class TaggingTask(SingleTextMixin, Task):
     def numerators(self, model, features, training):
         logits = ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32")
         weights = ops.cast(features["label_weights"], "float32")
-        return {"loss_sum": sparse_cross_entropy_sum(features["label_ids"], logits, weights),
-                "accuracy": correct_sum(features["label_ids"], logits, weights)}
+        return {
+            "loss_sum": sparse_cross_entropy_sum(features["label_ids"], logits, weights),
+            "accuracy": correct_sum(features["label_ids"], logits, weights),
+        }
 
     def evaluate(self, outputs, features):
         weights = features["label_weights"]
@@ -45,6 +54,4 @@ class TaggingTask(SingleTextMixin, Task):
 
     def serving_outputs(self, model, inputs):
         logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
-        tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits), "tag_ids": tag_ids,
-                "tags": tf.gather(tf.constant(self.label_names), tag_ids)}
+        return class_outputs(logits, self.label_names, "tag_ids", "tags")

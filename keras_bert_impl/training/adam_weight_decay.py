@@ -38,7 +38,9 @@ class AdamWeightDecay(keras.optimizers.Adam):
         **kwargs,
     ):
         kwargs.pop("amsgrad", None)
-        super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon, name=name, **kwargs)
+        super().__init__(
+            learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon, name=name, **kwargs
+        )
         self.weight_decay_rate = weight_decay_rate
         self.exclude_from_weight_decay_names = list(exclude_from_weight_decay or [])
 
@@ -48,7 +50,8 @@ class AdamWeightDecay(keras.optimizers.Adam):
         super().build(var_list)
         # Decided once from the Keras names (`gamma`, `bias`); update_step sees tf.Variables.
         self._decay_rates = [
-            0.0 if any(re.search(pattern, variable.name) for pattern in self.exclude_from_weight_decay_names)
+            0.0
+            if any(re.search(pattern, variable.name) for pattern in self.exclude_from_weight_decay_names)
             else float(self.weight_decay_rate)
             for variable in var_list
         ]
@@ -59,12 +62,23 @@ class AdamWeightDecay(keras.optimizers.Adam):
         dtype = variable.dtype
         lr = tf.cast(learning_rate, dtype)
         step = tf.cast(self.iterations + 1, dtype)
-        alpha = lr * tf.sqrt(1.0 - tf.pow(tf.cast(self.beta_2, dtype), step)) / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
+        alpha = (
+            lr
+            * tf.sqrt(1.0 - tf.pow(tf.cast(self.beta_2, dtype), step))
+            / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
+        )
         # A TPU compiles the whole step already; elsewhere one XLA kernel per variable.
         on_tpu = isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)
         new_variable, new_m, new_v = (_update if on_tpu else _fused_update)(
-            tf.convert_to_tensor(variable), tf.convert_to_tensor(m), tf.convert_to_tensor(v), gradient, lr, alpha,
-            tf.constant(self._decay_rates[index], dtype), tf.constant(self.beta_1, dtype), tf.constant(self.beta_2, dtype),
+            tf.convert_to_tensor(variable),
+            tf.convert_to_tensor(m),
+            tf.convert_to_tensor(v),
+            gradient,
+            lr,
+            alpha,
+            tf.constant(self._decay_rates[index], dtype),
+            tf.constant(self.beta_1, dtype),
+            tf.constant(self.beta_2, dtype),
             tf.constant(self.epsilon, dtype),
         )
         self.assign(m, new_m)

@@ -24,7 +24,9 @@ def get_distribution_strategy(distribution_strategy="auto", tpu=None, tpu_zone=N
         raise ValueError(f"--distribution_strategy={distribution_strategy}: use one of {', '.join(STRATEGIES)}")
     if tpu or distribution_strategy == "tpu":
         try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "", zone=tpu_zone, project=gcp_project)
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu=tpu or "", zone=tpu_zone, project=gcp_project
+            )
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except Exception as error:  # noqa: BLE001 -- the resolver raises many kinds; all mean "no TPU"
@@ -33,7 +35,9 @@ def get_distribution_strategy(distribution_strategy="auto", tpu=None, tpu_zone=N
                 f"--tpu={tpu or ''}: no TPU found ({first_line}); check --tpu, --tpu_zone and --gcp_project"
             ) from None
         return tf.distribute.TPUStrategy(resolver)
-    if distribution_strategy == "multi_worker_mirrored" or (distribution_strategy == "auto" and _tf_config_workers() > 1):
+    if distribution_strategy == "multi_worker_mirrored" or (
+        distribution_strategy == "auto" and _tf_config_workers() > 1
+    ):
         return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     if distribution_strategy == "mirrored":
@@ -49,8 +53,9 @@ def is_chief(strategy):
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return True
-    return resolver.task_type in (None, "chief") or (resolver.task_type == "worker" and resolver.task_id == 0
-                                                      and "chief" not in resolver.cluster_spec().as_dict())
+    return resolver.task_type in (None, "chief") or (
+        resolver.task_type == "worker" and resolver.task_id == 0 and "chief" not in resolver.cluster_spec().as_dict()
+    )
 
 
 def input_pipeline_of(strategy):

@@ -10,8 +10,17 @@ import tensorflow as tf
 from tfrecord_tools import feature_specs
 
 
-def make_tfrecord_dataset(files, spec, batch_size, is_training, input_pipeline_id=0, num_input_pipelines=1,
-                          shuffle_buffer=10000, seed=None, drop_remainder=True):
+def make_tfrecord_dataset(
+    files,
+    spec,
+    batch_size,
+    is_training,
+    input_pipeline_id=0,
+    num_input_pipelines=1,
+    shuffle_buffer=10000,
+    seed=None,
+    drop_remainder=True,
+):
     """Batches of parsed features (int32 ids). Training data repeats and is shuffled; each
     input pipeline reads its own share of the files (of the records, if there are fewer files).
     Prediction passes `drop_remainder=False` to keep every record, in order."""

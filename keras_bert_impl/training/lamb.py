@@ -33,7 +33,9 @@ class Lamb(keras.optimizers.Optimizer):
         self.weight_decay_rate = weight_decay_rate
         self.exclude_from_weight_decay_names = list(exclude_from_weight_decay or [])
         self.exclude_from_layer_adaptation_names = list(
-            exclude_from_layer_adaptation if exclude_from_layer_adaptation is not None else self.exclude_from_weight_decay_names
+            exclude_from_layer_adaptation
+            if exclude_from_layer_adaptation is not None
+            else self.exclude_from_weight_decay_names
         )
 
     def build(self, var_list):

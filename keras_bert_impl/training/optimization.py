@@ -53,9 +53,16 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type=
     """AdamW (Keras' maths, fused per variable) or LAMB with BERT's hyper-parameters and schedule."""
     schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
     if optimizer_type == "adamw":
-        return AdamWeightDecay(learning_rate=schedule, weight_decay_rate=weight_decay_rate, beta_1=0.9, beta_2=0.999,
-                               epsilon=1e-6, exclude_from_weight_decay=list(NO_DECAY_NAMES))
+        return AdamWeightDecay(
+            learning_rate=schedule,
+            weight_decay_rate=weight_decay_rate,
+            beta_1=0.9,
+            beta_2=0.999,
+            epsilon=1e-6,
+            exclude_from_weight_decay=list(NO_DECAY_NAMES),
+        )
     if optimizer_type == "lamb":
-        return Lamb(learning_rate=schedule, weight_decay_rate=weight_decay_rate,
-                    exclude_from_weight_decay=list(NO_DECAY_NAMES))
+        return Lamb(
+            learning_rate=schedule, weight_decay_rate=weight_decay_rate, exclude_from_weight_decay=list(NO_DECAY_NAMES)
+        )
     raise ValueError(f"--optimizer={optimizer_type}: use adamw or lamb")

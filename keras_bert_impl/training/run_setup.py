@@ -72,8 +72,13 @@ class RunSetup:
         self.log = log
         self.config = BertConfig.from_json_file(options.bert_config_file)
         self.config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
-        for name in ("train_batch_size", "eval_batch_size", "iterations_per_loop", "save_checkpoints_steps",
-                     "gradient_accumulation_steps"):
+        for name in (
+            "train_batch_size",
+            "eval_batch_size",
+            "iterations_per_loop",
+            "save_checkpoints_steps",
+            "gradient_accumulation_steps",
+        ):
             if getattr(options, name) < 1:
                 raise ValueError(f"--{name}={getattr(options, name)}: must be at least 1")
         if options.eval_every_n_steps is not None and options.eval_every_n_steps < 1:
@@ -83,8 +88,9 @@ class RunSetup:
             check_init_checkpoint(options.init_checkpoint, self.config, options.bert_config_file)
         keras.mixed_precision.set_global_policy(options.mixed_precision)
         keras.utils.set_random_seed(options.random_seed)
-        self.strategy = get_distribution_strategy(options.distribution_strategy, options.tpu, options.tpu_zone,
-                                                  options.gcp_project)
+        self.strategy = get_distribution_strategy(
+            options.distribution_strategy, options.tpu, options.tpu_zone, options.gcp_project
+        )
         self.log(f"strategy {type(self.strategy).__name__} with {self.strategy.num_replicas_in_sync} replica(s)")
         self._check_batch_sizes()
         os.makedirs(options.output_dir, exist_ok=True)
@@ -115,10 +121,17 @@ class RunSetup:
             if options.mixed_precision == "mixed_float16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         self.trainer = Trainer(
-            self.strategy, task, self.model, optimizer, options.output_dir,
-            steps_per_loop=options.iterations_per_loop, save_checkpoints_steps=options.save_checkpoints_steps,
-            jit_compile=options.jit_compile, gradient_accumulation_steps=options.gradient_accumulation_steps,
-            log_every_seconds=options.log_every_seconds, log=self.log,
+            self.strategy,
+            task,
+            self.model,
+            optimizer,
+            options.output_dir,
+            steps_per_loop=options.iterations_per_loop,
+            save_checkpoints_steps=options.save_checkpoints_steps,
+            jit_compile=options.jit_compile,
+            gradient_accumulation_steps=options.gradient_accumulation_steps,
+            log_every_seconds=options.log_every_seconds,
+            log=self.log,
         )
         return self.model
 

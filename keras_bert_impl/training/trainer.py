@@ -118,17 +118,21 @@ class Trainer:
     def _gradients_of(self, features, denominators):
         """Gradients and loss/metric numerators of one replica's batch (XLA-compilable)."""
         parts = self.gradient_accumulation_steps
-        chunks = [features] if parts == 1 else [
-            {name: value[i::parts] for name, value in features.items()} for i in range(parts)
-        ]
+        chunks = (
+            [features]
+            if parts == 1
+            else [{name: value[i::parts] for name, value in features.items()} for i in range(parts)]
+        )
         total_gradients, total_numerators = None, None
         for chunk in chunks:
             with tf.GradientTape() as tape:
                 numerators = self.task.numerators(self.model, chunk, training=True)
-                loss = tf.add_n([
-                    tf.math.divide_no_nan(numerators[name], denominators[denominator])
-                    for name, denominator in self.task.loss_terms.items()
-                ])
+                loss = tf.add_n(
+                    [
+                        tf.math.divide_no_nan(numerators[name], denominators[denominator])
+                        for name, denominator in self.task.loss_terms.items()
+                    ]
+                )
                 scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
             gradients = [
                 # Dense (a gather's IndexedSlices would make the global norm wrong); zeros for
@@ -301,7 +305,9 @@ class Trainer:
             num_steps = min(self.steps_per_loop, num_train_steps - step, *boundaries)
             self._progress.start_loop(step)
             loop_start = time.time()
-            sums = {name: float(value) for name, value in self._train_loop(self.iterator, tf.constant(num_steps)).items()}
+            sums = {
+                name: float(value) for name, value in self._train_loop(self.iterator, tf.constant(num_steps)).items()
+            }
             elapsed = time.time() - loop_start
             metrics = self._ratios(sums)
             step = self.global_step
@@ -345,7 +351,9 @@ class Trainer:
             if self._eval_writer is None:
                 self._eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
             self._write_summaries(self._eval_writer, {k: v for k, v in metrics.items() if _is_number(v)}, step)
-        self.log(f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if _is_number(v)))
+        self.log(
+            f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if _is_number(v))
+        )
         return {"step": step, **metrics}
 
     def _interrupted(self, interrupt):
@@ -363,8 +371,10 @@ class Trainer:
             except BaseException:  # noqa: BLE001 -- a second signal: keep the older checkpoint
                 pass
         where = f"checkpoint of step {saved} in {self.output_dir}" if saved is not None else "no checkpoint yet"
-        return Interrupted(getattr(interrupt, "signal_name", "SIGINT"),
-                           f"stopped at step {step} ({where}); run the same command to resume")
+        return Interrupted(
+            getattr(interrupt, "signal_name", "SIGINT"),
+            f"stopped at step {step} ({where}); run the same command to resume",
+        )
 
     def evaluate(self, dataset, max_steps=None):
         """Loss terms and metrics averaged over `dataset` (at most `max_steps` batches)."""
