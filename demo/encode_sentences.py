@@ -6,7 +6,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
+
+from keras_bert_cli import app  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", "demo_output/vocab.txt", "WordPiece vocabulary (from build_vocab).")
@@ -53,4 +55,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, "encode_sentences")

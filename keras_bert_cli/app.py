@@ -15,6 +15,7 @@
 import errno
 import logging as std_logging
 import os
+import re
 import signal
 import sys
 
@@ -101,11 +102,18 @@ def _on_signal(number, _frame):
     raise Interrupted(name, f"stopped by {name}; nothing half-written was kept")
 
 
+def _final_name(path):
+    """The output a temporary name stands for (`out.tfrecord.tmp-123.unit0.part1` -> `out.tfrecord`)."""
+    return re.sub(r"\.tmp-\d+.*$", "", str(path))
+
+
 def one_line(error):
     """The message of an expected error, on one line."""
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        where = f" writing {error.filename}" if error.filename else ""
-        return f"no space left on device{where}; free some space or choose another output location"
+    text = str(error)
+    if (isinstance(error, OSError) and error.errno == errno.ENOSPC) or "no space left on device" in text.lower():
+        where = getattr(error, "filename", None) or (text.split(";")[0].strip() if ";" in text else None)
+        prefix = f"{_final_name(where)}: " if where else ""
+        return f"{prefix}no space left on device; free some space or choose another output location"
     if isinstance(error, OSError) and error.filename and not str(error).startswith(str(error.filename)):
         return f"{error.filename}: {error.strerror or error}"
     text = str(error).strip() or type(error).__name__

@@ -10,7 +10,11 @@ from keras_bert_cli import app
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Raw text files: a comma list of files or globs.")
 flags.DEFINE_string("output_file", None, "Where to write vocab.txt (one token per line).")
-flags.DEFINE_integer("vocab_size", 8000, "Largest vocabulary size (the learner aims within 5% below).")
+flags.DEFINE_integer(
+    "vocab_size",
+    8000,
+    "Largest vocabulary size: the vocabulary has at most this many tokens (usually within 5% below).",
+)
 flags.DEFINE_bool("do_lower_case", True, "Lower case and strip accents, as the tokenizer will.")
 flags.DEFINE_list(
     "reserved_tokens", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], "Tokens placed first, in this order."
@@ -31,6 +35,7 @@ def main(_):
         FLAGS.do_lower_case,
         FLAGS.reserved_tokens,
         FLAGS.min_count,
+        source=", ".join(paths),
     )
     with atomic_output(FLAGS.output_file) as writer:
         writer.write("\n".join(vocab) + "\n")

@@ -71,6 +71,11 @@ def define_training_flags(max_seq_length=128, learning_rate=5e-5, train_batch_si
         "With --do_train --do_eval: also evaluate every N steps "
         "(TensorBoard in OUTPUT_DIR/eval); unset: only at the end.",
     )
+    flags.DEFINE_bool(
+        "allow_random_weights",
+        False,
+        "Evaluate / predict / export even when neither --output_dir nor --init_checkpoint holds weights.",
+    )
     define_distribution_flags()
 
 
@@ -85,11 +90,6 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
     flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
     flags.DEFINE_string("export_dir", None, "After training, export a SavedModel that serves raw text here.")
     flags.DEFINE_bool("force", False, "Replace an existing --export_dir.")
-    flags.DEFINE_bool(
-        "allow_random_weights",
-        False,
-        "Evaluate / predict / export even when neither --output_dir nor --init_checkpoint holds weights.",
-    )
     flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
 
 

@@ -10,9 +10,6 @@ import pytest  # noqa: E402
 
 from keras_bert_impl.models.bert_config import BertConfig  # noqa: E402
 
-# Fixtures shared by several test modules.
-pytest_plugins = ["tests.finetuning_fixtures"]
-
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 

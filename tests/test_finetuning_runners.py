@@ -10,7 +10,7 @@ import pytest
 
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from tests.conftest import REPO_ROOT
-from tests.finetuning_fixtures import VOCAB, _mrpc, _options
+from tests.finetuning_fixtures import VOCAB, _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
 
 
 def test_run_classifier_files_and_keys(model_dir, tmp_path):
@@ -38,6 +38,18 @@ def test_run_classifier_files_and_keys(model_dir, tmp_path):
     assert len(rows) == 4 and all(len(row) == 2 and abs(sum(row) - 1) < 1e-5 for row in rows)
     assert any("loaded 39 weights" in line and "classifier/kernel" in line for line in logs)
     assert os.listdir(out / "train")  # TensorBoard summaries
+    # The eval results go to TensorBoard too, at the step they were computed at.
+    import tensorflow as tf
+
+    events = [os.path.join(out / "eval", name) for name in os.listdir(out / "eval")]
+    scalars = {
+        (value.tag, event.step): float(tf.make_ndarray(value.tensor))
+        for path in events
+        for event in tf.compat.v1.train.summary_iterator(path)
+        for value in event.summary.value
+    }
+    assert scalars[("eval_accuracy", 60)] == pytest.approx(results["eval_accuracy"])
+    assert scalars[("eval_f1", 60)] == pytest.approx(results["eval_f1"])
 
 
 def test_runner_checks_vocab_size_and_casing(model_dir, tmp_path):

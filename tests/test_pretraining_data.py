@@ -188,12 +188,11 @@ def test_bad_lines_empty_documents_and_no_partial_output(corpus, tmp_path):
     summary = create_pretraining_data([str(messy)], [output], _options(root), log=warnings.append)
     assert summary.bad_lines == 1 and any(f"{messy}:4: skipped, not UTF-8" in w for w in warnings)
     assert summary.documents == NUM_DOCS + 1 and summary.instances > 0
-    # An empty input file makes an empty output, not a crash.
+    # An input with no text is refused, naming it, before anything is written (issue 14: empty input).
     (tmp_path / "empty.txt").write_text("\n\n")
-    assert (
-        create_pretraining_data([str(tmp_path / "empty.txt")], [str(tmp_path / "e.tfrecord")], _options(root)).instances
-        == 0
-    )
+    with pytest.raises(ValueError, match="empty.txt: hold no text"):
+        create_pretraining_data([str(tmp_path / "empty.txt")], [str(tmp_path / "e.tfrecord")], _options(root))
+    assert not (tmp_path / "e.tfrecord").exists()
     # A vocabulary without [MASK] fails before writing anything; nothing is left behind.
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nd0w0\n")
     failing = str(tmp_path / "failing.tfrecord")

@@ -1,5 +1,6 @@
 """run_pretraining: learning, exact multi-device equivalence, multi-worker, kill -9 resume, init."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -13,7 +14,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
-from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
+from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
+from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.models.bert_classifier import BertClassifier
 from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
@@ -204,6 +206,18 @@ def test_init_from_google_checkpoint_and_from_ours(setup, tmp_path):
     report = initialize_from_checkpoint(classifier, str(trained))
     reference = tf.train.load_checkpoint(str(trained / "bert_model.ckpt"))
     assert "classifier/kernel" in report.initialized
+    # The check before training reads the shapes of both formats, ours through the object graph.
+    for checkpoint in (str(trained), str(trained / "bert_model.ckpt")):
+        check_init_checkpoint(checkpoint, config)
+        with pytest.raises(
+            CheckpointMismatchError,
+            match=r"the checkpoint has hidden_size=32, intermediate_size=37, "
+            r"num_hidden_layers=2; the config says hidden_size=48, "
+            r"intermediate_size=40, num_hidden_layers=3\); use the",
+        ):
+            check_init_checkpoint(
+                checkpoint, dataclasses.replace(config, hidden_size=48, intermediate_size=40, num_hidden_layers=3)
+            )
     assert np.array_equal(
         classifier.encoder.get_embedding_table().numpy(), reference.get_tensor("bert/embeddings/word_embeddings")
     )

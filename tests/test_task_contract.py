@@ -16,7 +16,7 @@ from keras_bert_impl.models.bert_classifier import BertClassifier
 from keras_bert_impl.runners.finetuning import FineTuningOptions, FineTuningRun, run_finetuning
 from keras_bert_impl.tasks.base import Task
 from tests.conftest import REPO_ROOT
-from tests.finetuning_fixtures import _mrpc, _options
+from tests.finetuning_fixtures import _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
 from tfrecord_tools import feature_specs
 from tfrecord_tools.classification_data import ClassificationProcessor
 from tfrecord_tools.finetuning_data import FineTuningData, write_classification_data

@@ -267,9 +267,10 @@ LENGTH_FLAGS = {
 }
 
 
-def check_records_match(path, spec, what="records"):
+def check_records_match(path, spec, what="records", lengths_are_flags=True):
     """Before training: the first record of `path` has every feature of `spec`, at its length.
-    Raises ValueError naming the file, the feature, both lengths and the flag to change."""
+    Raises ValueError naming the file, the feature, both lengths and the flag to change (its
+    value, where `lengths_are_flags`: each feature as long as its flag, as in pretraining)."""
     try:
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.OpError as error:
@@ -304,8 +305,13 @@ def check_records_match(path, spec, what="records"):
         count = len(getattr(stored, kind).value) if kind else 0
         wanted = feature_spec.shape[0]
         if count != wanted:
-            flag = LENGTH_FLAGS.get(name, "the length flags")
+            flag = LENGTH_FLAGS.get(name)
+            fix = (
+                f"pass {flag}={count}, what the data was made with"
+                if flag and lengths_are_flags
+                else "make the length flags match the data"
+            )
             raise ValueError(
                 f"{path}: {name} holds {count} values per record but the flags ask for {wanted}; "
-                f"set {flag} to what the data was made with (or recreate the data)"
+                f"{fix} (or recreate the data)"
             )

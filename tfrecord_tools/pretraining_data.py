@@ -12,11 +12,12 @@ import glob
 import multiprocessing
 import os
 import shutil
-import time
+import signal
 
 from tfrecord_tools import feature_specs
+from tfrecord_tools.files import atomic_outputs
 from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker
-from tfrecord_tools.progress import LimitedWarnings, format_seconds
+from tfrecord_tools.progress import LimitedWarnings, Progress
 
 
 @dataclasses.dataclass
@@ -107,8 +108,11 @@ def count_documents(paths):
 _WORKER = {}
 
 
-def _init_worker(options):
-    """Builds the tokenizer and instance maker once per process (and per set of options)."""
+def _init_worker(options, in_pool=False):
+    """Builds the tokenizer and instance maker once per process (and per set of options). Pool
+    workers ignore Ctrl-C: the parent stops them, so one line is printed, not one per worker."""
+    if in_pool:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if _WORKER.get("options") == options:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -184,66 +188,52 @@ def _units(paths, documents_per_unit, warn):
 
 
 def create_pretraining_data(input_paths, output_files, options, log=print, progress_seconds=5.0, warn=None):
-    """Writes the TFRecords; returns a `Summary`. On any error no output file is left behind.
+    """Writes the TFRecords; returns a `Summary`. On any error, Ctrl-C or SIGTERM no output file
+    and no part file is left behind.
 
     Workers write each unit to part files next to the outputs (TFRecord files concatenate), so
     only file names and summaries cross process boundaries; the parts are appended in unit order.
     """
     total_documents = count_documents(input_paths)
+    if not total_documents:
+        raise ValueError(
+            f"{', '.join(input_paths)}: hold no text (documents are non-blank lines, a blank line "
+            "between documents); check --input_file"
+        )
     summary = Summary()
-    for path in output_files:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    temporaries = [f"{path}.tmp-{os.getpid()}" for path in output_files]
-    part_prefix = temporaries[0]
-    tasks = (
-        (index, unit, bad, part_prefix, len(output_files))
-        for index, unit, bad in _units(input_paths, options.documents_per_unit, warn=warn or log)
-    )
-    outputs = [open(path, "wb") for path in temporaries]
-    pool = None
-    try:
-        if options.num_workers > 1:
-            # spawn: TensorFlow is not fork-safe once initialised.
-            pool = multiprocessing.get_context("spawn").Pool(
-                options.num_workers, initializer=_init_worker, initargs=(options,)
-            )
-            results = pool.imap(_process_unit, tasks)
-        else:
-            _init_worker(options)
-            results = map(_process_unit, tasks)
-        start = last_report = time.time()
-        for parts, unit_summary in results:
-            for output, part in zip(outputs, parts):
-                if part is not None:
-                    with open(part, "rb") as reader:
-                        shutil.copyfileobj(reader, output, 1 << 22)
-                    os.remove(part)
-            summary.add(unit_summary)
-            now = time.time()
-            if now - last_report >= progress_seconds:
-                last_report = now
-                rate = summary.documents / (now - start)
-                eta = (total_documents - summary.documents) / rate if rate else float("inf")
-                log(
-                    f"documents {summary.documents}/{total_documents} ({rate:.0f}/s), "
-                    f"instances {summary.instances}, ETA {format_seconds(eta)}"
+    with atomic_outputs(output_files) as temporaries:
+        part_prefix = temporaries[0]
+        tasks = (
+            (index, unit, bad, part_prefix, len(output_files))
+            for index, unit, bad in _units(input_paths, options.documents_per_unit, warn=warn or log)
+        )
+        outputs = [open(path, "wb") for path in temporaries]
+        pool = None
+        try:
+            if options.num_workers > 1:
+                # spawn: TensorFlow is not fork-safe once initialised.
+                pool = multiprocessing.get_context("spawn").Pool(
+                    options.num_workers, initializer=_init_worker, initargs=(options, True)
                 )
-        for output in outputs:
-            output.close()
-        for temporary, path in zip(temporaries, output_files):
-            os.replace(temporary, path)
-    except BaseException:
-        if pool is not None:
-            pool.terminate()
-            pool = None
-        for output in outputs:
-            output.close()
-        for leftover in temporaries + glob.glob(glob.escape(part_prefix) + ".unit*"):
-            if os.path.exists(leftover):
+                results = pool.imap(_process_unit, tasks)
+            else:
+                _init_worker(options)
+                results = map(_process_unit, tasks)
+            progress = Progress(total_documents, "documents", log, progress_seconds)
+            for parts, unit_summary in results:
+                for output, part in zip(outputs, parts):
+                    if part is not None:
+                        with open(part, "rb") as reader:
+                            shutil.copyfileobj(reader, output, 1 << 22)
+                        os.remove(part)
+                summary.add(unit_summary)
+                progress.update(summary.documents, f"instances {summary.instances}")
+        finally:
+            if pool is not None:
+                pool.terminate()  # no-op after a complete run; stops the workers after an error or a signal
+                pool.join()
+            for output in outputs:
+                output.close()
+            for leftover in glob.glob(glob.escape(part_prefix) + ".unit*"):
                 os.remove(leftover)
-        raise
-    finally:
-        if pool is not None:
-            pool.close()
-            pool.join()
     return summary

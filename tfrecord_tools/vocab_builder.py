@@ -49,16 +49,35 @@ def count_words(lines, do_lower_case=True, batch_size=4096):
     return counts
 
 
-def build_wordpiece_vocab(lines, vocab_size, do_lower_case=True, reserved_tokens=RESERVED_TOKENS, min_count=2):
-    """Learns a WordPiece vocabulary of at most `vocab_size` tokens, reserved tokens first."""
+def build_wordpiece_vocab(
+    lines, vocab_size, do_lower_case=True, reserved_tokens=RESERVED_TOKENS, min_count=2, source="the input"
+):
+    """Learns a WordPiece vocabulary of at most `vocab_size` tokens, reserved tokens first.
+
+    tensorflow-text's learner searches a count threshold for a vocabulary near its target, but
+    the characters it must keep (each alone and as a `##` piece) and its few search steps can
+    overshoot, by half on small corpora: the target is lowered until the result fits."""
     counts = count_words(lines, do_lower_case=do_lower_case)
     if not counts:
-        raise ValueError("the input holds no words to learn a vocabulary from")
-    vocab = learner.learn(
-        sorted(counts.items()),
-        vocab_size,
-        list(reserved_tokens),
-        lower_thresh=min_count,
-        upper_thresh=max(counts.values()) + 1,
-    )
-    return list(vocab)
+        raise ValueError(f"{source}: holds no words to learn a vocabulary from; check --input_file")
+    items = sorted(counts.items())
+    target, best = vocab_size, None
+    for _ in range(5):
+        vocab = learner.learn(
+            items, target, list(reserved_tokens), lower_thresh=min_count, upper_thresh=max(counts.values()) + 1
+        )
+        if len(vocab) <= vocab_size:
+            best = vocab if best is None or len(vocab) > len(best) else best
+            if len(vocab) >= 0.95 * vocab_size or target == vocab_size:
+                break
+            target = min(vocab_size, target + max(1, (vocab_size - len(vocab)) // 2))
+        else:
+            if target <= len(reserved_tokens) + 1:
+                break
+            target = max(len(reserved_tokens) + 1, int(target * vocab_size / len(vocab) * 0.97))
+    if best is None:
+        raise ValueError(
+            f"--vocab_size={vocab_size} is too small for this corpus: its characters alone need "
+            f"{len(vocab)} tokens; raise --vocab_size (or lower --min_count)"
+        )
+    return list(best)

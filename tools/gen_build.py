@@ -33,7 +33,16 @@ BINARIES = (
     + sorted(f"bench/{f}" for f in os.listdir(os.path.join(ROOT, "bench")) if f.endswith(".py"))
 )
 # Test modules that take longer than a minute on 2 cores, and those needing real data only.
-LARGE_TESTS = {"test_run_pretraining", "test_export", "test_finetuning_runners", "test_pretraining_data"}
+LARGE_TESTS = {
+    "test_run_pretraining",
+    "test_export",
+    "test_finetuning_runners",
+    "test_pretraining_data",
+    "test_bad_inputs",
+    "test_signals",
+    "test_cli_logs",
+    "test_task_contract",
+}
 MANUAL_TESTS = {"test_acceptance"}
 
 
@@ -154,7 +163,9 @@ def main():
         scripts = [
             b
             for b in BINARIES
-            if f'"{os.path.basename(b)}"' in source or f'"{b.split("/")[0]}", "{os.path.basename(b)}"' in source
+            if f'"{os.path.basename(b)}"' in source
+            or f'"{b.split("/")[0]}", "{os.path.basename(b)}"' in source
+            or f'"{b}"' in source
         ]
         deps += [target_name(h) for h in helpers if f'"{os.path.basename(h)}"' in source]
         # Modules a test runs with `python -m`.

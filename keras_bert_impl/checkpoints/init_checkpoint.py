@@ -22,29 +22,53 @@ from keras_bert_impl.models.bert_pretrainer import BertPretrainer
 
 # (config key, checkpoint name pattern of a weight whose shape gives it, which dimension).
 _IMPLIED = (
-    ("vocab_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings/)", 0),
-    ("hidden_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings/)", 1),
-    ("max_position_embeddings", r"(^bert/embeddings/position_embeddings$|position_embeddings/_embeddings/)", 0),
-    ("type_vocab_size", r"(^bert/embeddings/token_type_embeddings$|token_type_embeddings/_embeddings/)", 0),
-    ("intermediate_size", r"(^bert/encoder/layer_0/intermediate/dense/kernel$|/intermediate/_kernel/)", 1),
+    ("vocab_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings$)", 0),
+    ("hidden_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings$)", 1),
+    ("max_position_embeddings", r"(^bert/embeddings/position_embeddings$|position_embeddings/_embeddings$)", 0),
+    ("type_vocab_size", r"(^bert/embeddings/token_type_embeddings$|token_type_embeddings/_embeddings$)", 0),
+    ("intermediate_size", r"(^bert/encoder/layer_0/intermediate/dense/kernel$|/intermediate/_kernel$)", 1),
 )
-_LAYER = re.compile(
-    r"(^bert/encoder/layer_(\d+)/attention/self/query/kernel$|/_operations/(\d+)/self_attention/query/_kernel/)"
-)
+_QUERY = re.compile(r"(^bert/encoder/layer_\d+/attention/self/query/kernel$|/self_attention/query/_kernel$)")
 
 
 def implied_config(shapes):
-    """The config values a checkpoint's weight shapes imply ({key: value}, where it can tell)."""
+    """The config values a checkpoint's weight shapes imply ({key: value}, where it can tell);
+    `shapes` maps names (model paths) to (checkpoint key, shape)."""
     implied = {}
     for key, pattern, dimension in _IMPLIED:
-        for name, shape in shapes.items():
+        for name, (_, shape) in shapes.items():
             if re.search(pattern, name) and len(shape) > dimension:
                 implied[key] = int(shape[dimension])
                 break
-    layers = {match.group(2) or match.group(3) for match in map(_LAYER.search, shapes) if match}
+    # One query kernel per layer, however many paths lead to it.
+    layers = {checkpoint_key for name, (checkpoint_key, _) in shapes.items() if _QUERY.search(name)}
     if layers:
         implied["num_hidden_layers"] = len(layers)
     return implied
+
+
+def named_shapes(reader):
+    """{name: (checkpoint key, shape)} of a checkpoint's variables. Google's checkpoints name
+    them; ours (object based) are walked from their `model` to give each variable its model
+    path, as a Trainer's checkpoint stores the weights under the optimizer's lists."""
+    shapes = reader.get_variable_to_shape_map()
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in shapes:
+        return {name: (name, shape) for name, shape in shapes.items()}
+    from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: PLC0415
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    named = {}
+    stack = [(child.node_id, child.local_name, 0) for child in graph.nodes[0].children if child.local_name == "model"]
+    while stack:
+        node_id, path, depth = stack.pop()
+        node = graph.nodes[node_id]
+        for attribute in node.attributes:
+            if attribute.name == "VARIABLE_VALUE" and attribute.checkpoint_key in shapes:
+                named.setdefault(path, (attribute.checkpoint_key, shapes[attribute.checkpoint_key]))
+        if depth < 8:
+            stack.extend((child.node_id, f"{path}/{child.local_name}", depth + 1) for child in node.children)
+    return named
 
 
 def check_init_checkpoint(path, config, config_file="bert_config.json"):
@@ -52,7 +76,7 @@ def check_init_checkpoint(path, config, config_file="bert_config.json"):
     FileNotFoundError or CheckpointMismatchError with one line: what differs, and the fix."""
     prefix = resolve_checkpoint_prefix(path)
     try:
-        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+        shapes = named_shapes(tf.train.load_checkpoint(prefix))
     except (tf.errors.OpError, ValueError) as error:
         message = getattr(error, "message", str(error)).strip().splitlines()[0]
         raise CheckpointMismatchError(

@@ -33,7 +33,6 @@ class FineTuningOptions(RunOptions):
     warmup_proportion: float = 0.1
     export_dir: str = None
     force: bool = False  # replace an existing --export_dir
-    allow_random_weights: bool = False  # evaluate / predict / export without any trained weights
 
 
 class FineTuningRun(RunSetup):
@@ -71,17 +70,11 @@ class FineTuningRun(RunSetup):
 
     def restore_for_inference(self):
         """Without --do_train: the newest checkpoint of --output_dir, else --init_checkpoint's
-        weights; with neither, refuses (random weights) unless `allow_random_weights`."""
+        weights (with neither, the set-up refused the run unless random weights were allowed)."""
         latest = self.trainer.restore_latest()
         if latest:
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
-            if not self.options.allow_random_weights:
-                raise ValueError(
-                    f"{self.options.output_dir}: holds no checkpoint and no --init_checkpoint was given, "
-                    "so the weights would be random; train first, pass --init_checkpoint, or "
-                    "--allow_random_weights"
-                )
             self.log_warning("no checkpoint in --output_dir and no --init_checkpoint: using random weights")
 
     def log_warning(self, message):
@@ -94,7 +87,7 @@ class FineTuningRun(RunSetup):
         """Trains from the TFRecord at `path`; returns the `TrainResult`."""
         options = self.options
         spec = self.task.feature_spec(is_training=True)
-        feature_specs.check_records_match(path, spec, "training records")
+        feature_specs.check_records_match(path, spec, "training records", lengths_are_flags=False)
         dataset = make_tfrecord_dataset(
             [path],
             spec,
@@ -109,7 +102,7 @@ class FineTuningRun(RunSetup):
 
     def read_features(self, path, is_training=False):
         spec = self.task.feature_spec(is_training=is_training)
-        feature_specs.check_records_match(path, spec)
+        feature_specs.check_records_match(path, spec, lengths_are_flags=False)
         return feature_specs.read_tfrecord(path, spec)
 
     def predict(self, features, batch_size):
@@ -142,7 +135,9 @@ class FineTuningRun(RunSetup):
         return EvalSchedule(self.options.eval_every_n_steps, self.evaluator(features, evaluate))
 
     def write_results(self, results, name="eval_results.txt"):
+        """Google's eval_results.txt, the log, and TensorBoard (`output_dir/eval`)."""
         results = {**results, "global_step": self.trainer.global_step}
+        self.trainer.write_eval_summaries(results)
         if self.trainer.is_chief:
             write_eval_results(results, os.path.join(self.options.output_dir, name))
         self.log(

@@ -40,6 +40,7 @@ def run_pretraining(options, log=print):
     )
     setup = RunSetup(options, log)
     task = PretrainingTask(setup.config, options.max_seq_length, options.max_predictions_per_seq)
+    # The records' lengths against the flags, before anything is built or written.
     spec = task.feature_spec()
     for files in (train_files, eval_files):
         if files:
@@ -88,11 +89,6 @@ def run_pretraining(options, log=print):
         latest = trainer.restore_latest()
         if latest:
             log(f"evaluating {latest}")
-        elif not options.init_checkpoint:
-            raise ValueError(
-                f"{options.output_dir}: holds no checkpoint and no --init_checkpoint was given: nothing to "
-                "evaluate; pass --init_checkpoint or train first"
-            )
         results = trainer.record_evaluation(schedule)
     results.pop("step", None)
     results["global_step"] = trainer.global_step

@@ -161,6 +161,7 @@ def run_squad(
             f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold})"
         )
     write_json(evaluation, os.path.join(options.output_dir, "eval_results.json"))
+    run.trainer.write_eval_summaries(evaluation)
     log("eval: " + json.dumps(evaluation))
     return RunResult(train=trained, eval=evaluation)
 

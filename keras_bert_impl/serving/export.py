@@ -36,8 +36,9 @@ def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, varia
         packer = Packer(
             tokenizer, vocab.index(b"[CLS]"), vocab.index(b"[SEP]"), task.max_seq_length, variable_seq_length
         )
+        # Not `archive.track(model)`: that saves every weight a second time, as the Keras variables
+        # beside the tf.Variables the signatures use (keras-team/keras#23553).
         archive = keras.export.ExportArchive()
-        archive.track(model)
 
         def serve_text(*texts):
             packed = task.pack_text(packer, *texts)

@@ -38,6 +38,7 @@ class RunOptions:
     save_checkpoints_steps: int = 1000
     iterations_per_loop: int = 1000
     eval_every_n_steps: int = None
+    allow_random_weights: bool = False  # evaluate / predict / export without any trained weights
     log_every_seconds: float = DEFAULT_INTERVAL_SECONDS
     # Where and how the run trains.
     tpu: str = None
@@ -64,6 +65,21 @@ class RunResult:
     eval: dict = None
 
 
+def check_has_weights(options):
+    """Evaluating, predicting or exporting without training needs weights: a checkpoint in
+    --output_dir or --init_checkpoint. Random weights only with --allow_random_weights."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    if options.do_train or options.init_checkpoint or options.allow_random_weights:
+        return
+    if os.path.isdir(options.output_dir) and tf.train.latest_checkpoint(options.output_dir):
+        return
+    raise ValueError(
+        f"{options.output_dir}: holds no checkpoint and no --init_checkpoint was given, so the weights would be "
+        "random; train first (--do_train), pass --init_checkpoint, or --allow_random_weights"
+    )
+
+
 class RunSetup:
     """Config, checks, dtype policy, seed and strategy of one run (see the module docstring)."""
 
@@ -86,6 +102,9 @@ class RunSetup:
         check_writable(options.output_dir, "--output_dir", kind="directory")
         if options.init_checkpoint:
             check_init_checkpoint(options.init_checkpoint, self.config, options.bert_config_file)
+        check_has_weights(options)
+        if options.eval_every_n_steps and not (options.do_train and options.do_eval):
+            raise ValueError("--eval_every_n_steps needs --do_train and --do_eval")
         keras.mixed_precision.set_global_policy(options.mixed_precision)
         keras.utils.set_random_seed(options.random_seed)
         self.strategy = get_distribution_strategy(
@@ -93,7 +112,8 @@ class RunSetup:
         )
         self.log(f"strategy {type(self.strategy).__name__} with {self.strategy.num_replicas_in_sync} replica(s)")
         self._check_batch_sizes()
-        os.makedirs(options.output_dir, exist_ok=True)
+        # --output_dir is created by the first thing written there, so a run refused by a check
+        # leaves nothing behind.
         self.pipeline_id, self.num_pipelines = input_pipeline_of(self.strategy)
         self.task = self.model = self.trainer = None
 

@@ -343,14 +343,20 @@ class Trainer:
         """Evaluates now: logs the metrics and writes them to TensorBoard (`output_dir/eval`)."""
         return self._run_evaluation(eval_schedule)
 
+    def write_eval_summaries(self, metrics):
+        """Evaluation metrics to TensorBoard (`output_dir/eval`) at the current step."""
+        if not self.is_chief:
+            return
+        if self._eval_writer is None:
+            self._eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
+        numbers = {k: v for k, v in metrics.items() if _is_number(v) and k not in ("global_step", "step")}
+        self._write_summaries(self._eval_writer, numbers, self.global_step)
+
     def _run_evaluation(self, eval_schedule):
         step = self.global_step
         metrics = dict(eval_schedule.evaluate())
         metrics.pop("global_step", None)
-        if self.is_chief:
-            if self._eval_writer is None:
-                self._eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
-            self._write_summaries(self._eval_writer, {k: v for k, v in metrics.items() if _is_number(v)}, step)
+        self.write_eval_summaries(metrics)
         self.log(
             f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if _is_number(v))
         )

@@ -1,0 +1,813 @@
+"""Every command-line tool on every class of bad input: a non-zero exit, no Python traceback, a last
+line naming the file (or flag) at fault, and nothing new left in the output location.
+
+The cases run as subprocesses, three at a time, in one module fixture; each test checks one case.
+Classes: missing file, unreadable (a directory where a file belongs), non-writable output (a
+read-only tmpfs where the test can mount one, else a path under a file), malformed JSON / TSV /
+CoNLL / CSV / corpus / vocab / config, empty input, mismatched vocab / config / checkpoint / data,
+records whose length differs from the flags, an existing output, and disk full (a 256 KB tmpfs).
+"""
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
+from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.models.bert_encoder import BertEncoder
+from tests.conftest import REPO_ROOT
+from tests.finetuning_fixtures import VOCAB
+from tests.pretraining_fixtures import MAX_PRED, MAX_SEQ, make_pretraining_setup
+
+TOOLS = {
+    "build_vocab": "tfrecord_tools/build_vocab.py",
+    "create_pretraining_data": "tfrecord_tools/create_pretraining_data.py",
+    "create_finetuning_data": "tfrecord_tools/create_finetuning_data.py",
+    "run_pretraining": "run_pretraining.py",
+    "run_classifier": "run_classifier.py",
+    "run_squad": "run_squad.py",
+    "run_ner": "run_ner.py",
+    "run_swag": "run_swag.py",
+    "extract_features": "extract_features.py",
+    "export_saved_model": "export_saved_model.py",
+    "convert_hf_checkpoint": "convert_hf_checkpoint.py",
+}
+
+
+def _mount_tmpfs(path, options):
+    os.makedirs(path, exist_ok=True)
+    run = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
+    return run.returncode == 0
+
+
+class World:
+    """The files the cases use: good ones, and one bad one of each kind."""
+
+    def __init__(self, root):
+        self.root = root
+        good = root / "good"
+        good.mkdir()
+        (good / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+        config = BertConfig(
+            vocab_size=len(VOCAB),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            max_position_embeddings=64,
+            type_vocab_size=2,
+        )
+        config.to_json_file(str(good / "bert_config.json"))
+        save_google_checkpoint(BertEncoder.from_bert_config(config), str(good / "bert_model.ckpt"))
+        self.good = good
+        # A config and checkpoint of another size (hidden 16, 3 layers).
+        other = root / "other"
+        other.mkdir()
+        small = BertConfig(
+            vocab_size=len(VOCAB),
+            hidden_size=16,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=20,
+            max_position_embeddings=64,
+            type_vocab_size=2,
+        )
+        small.to_json_file(str(other / "bert_config.json"))
+        save_google_checkpoint(BertEncoder.from_bert_config(small), str(other / "bert_model.ckpt"))
+        self.other = other
+        bad = root / "bad"
+        bad.mkdir()
+        (bad / "not_json.json").write_text("{ this is not json")
+        (bad / "unknown_key_config.json").write_text(json.dumps({"vocab_size": 34, "hiden_size": 32}))
+        (bad / "short_vocab.txt").write_text("\n".join(VOCAB[:-4]) + "\n")
+        (bad / "vocab_without_mask.txt").write_text("\n".join(v for v in VOCAB if v != "[MASK]") + "\n")
+        (bad / "empty.txt").write_text("")
+        (bad / "a_directory").mkdir()
+        (bad / "not_a_tfrecord.tfrecord").write_text("plain text, not records\n")
+        (bad / "squad_not_squad.json").write_text(json.dumps({"version": "v2.0", "articles": []}))
+        # TSV with no usable row (every label unknown), CoNLL with only bad tags, SWAG without its header.
+        tsv = bad / "tsv"
+        tsv.mkdir()
+        rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"] + [f"7\t{i}\t{i}\tthe cat\tthe dog" for i in range(20)]
+        for split in ("train", "dev", "test"):
+            (tsv / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+        conll = bad / "conll"
+        conll.mkdir()
+        for name in ("eng.train", "eng.testa", "eng.testb"):
+            (conll / name).write_text("eu NN O B-WRONG\nsat NN O O\n\n")
+        swag = bad / "swag"
+        swag.mkdir()
+        for name in ("train.csv", "val.csv"):
+            (swag / name).write_text("a,b,c\n1,2,3\n")
+        self.bad = bad
+        # Pretraining records at seq 24 and an MRPC-format set.
+        self.pretraining = make_pretraining_setup(str(root / "pretraining"))
+        mrpc = root / "mrpc"
+        mrpc.mkdir()
+        rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"] + [
+            f"{i % 2}\t{i}\t{i}\tthe movie was good\tthe film is bad" for i in range(8)
+        ]
+        for split in ("train", "dev", "test"):
+            (mrpc / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+        self.mrpc = mrpc
+        (root / "text.txt").write_text("the cat sat on the mat\n\nthe dog ran far away\n")
+        # An existing SavedModel-like directory, which must not be replaced without --force.
+        (root / "existing_export").mkdir()
+        (root / "existing_export" / "saved_model.pb").write_text("keep me")
+        self.read_only = root / "read_only"
+        if _mount_tmpfs(self.read_only, "ro,size=64k"):
+            self.unwritable = self.read_only / "out"
+        else:  # no mount here: a path below a file cannot be created either
+            self.unwritable = root / "text.txt" / "out"
+        self.full = root / "full"
+        self.has_full_disk = _mount_tmpfs(self.full, "size=256k")
+
+    def unmount(self):
+        for path in (self.read_only, self.full):
+            subprocess.run(["umount", str(path)], capture_output=True)
+
+
+def _model_flags(world, config=None, vocab=None, checkpoint=None):
+    return [
+        f"--bert_config_file={config or world.good / 'bert_config.json'}",
+        f"--vocab_file={vocab or world.good / 'vocab.txt'}",
+        f"--init_checkpoint={checkpoint or world.good / 'bert_model.ckpt'}",
+    ]
+
+
+def _cases(world, out):
+    """(case id, tool, arguments, what the last line must name, output location to keep clean)."""
+    good, bad = world.good, world.bad
+    pretraining = world.pretraining
+    train_flags = ["--do_train", "--max_seq_length=16", "--num_train_epochs=1", "--train_batch_size=4"]
+    return [
+        # build_vocab
+        (
+            "vocab-missing-input",
+            "build_vocab",
+            [f"--input_file={bad}/nope.txt", f"--output_file={out}/v.txt"],
+            "nope.txt",
+            out,
+        ),
+        (
+            "vocab-empty-input",
+            "build_vocab",
+            [f"--input_file={bad}/empty.txt", f"--output_file={out}/v.txt"],
+            "empty.txt",
+            out,
+        ),
+        (
+            "vocab-unwritable",
+            "build_vocab",
+            [f"--input_file={world.root}/text.txt", f"--output_file={world.unwritable}/v.txt"],
+            "--output_file",
+            out,
+        ),
+        (
+            "vocab-output-is-dir",
+            "build_vocab",
+            [f"--input_file={world.root}/text.txt", f"--output_file={bad}/a_directory"],
+            "a_directory",
+            out,
+        ),
+        # create_pretraining_data
+        (
+            "pretrain-data-missing-vocab",
+            "create_pretraining_data",
+            [f"--input_file={world.root}/text.txt", f"--output_file={out}/p.tfrecord", f"--vocab_file={bad}/nope.txt"],
+            "nope.txt",
+            out,
+        ),
+        (
+            "pretrain-data-vocab-is-dir",
+            "create_pretraining_data",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={out}/p.tfrecord",
+                f"--vocab_file={bad}/a_directory",
+            ],
+            "a_directory",
+            out,
+        ),
+        (
+            "pretrain-data-vocab-without-mask",
+            "create_pretraining_data",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={out}/p.tfrecord",
+                f"--vocab_file={bad}/vocab_without_mask.txt",
+            ],
+            "vocab_without_mask.txt",
+            out,
+        ),
+        (
+            "pretrain-data-empty-corpus",
+            "create_pretraining_data",
+            [f"--input_file={bad}/empty.txt", f"--output_file={out}/p.tfrecord", f"--vocab_file={good}/vocab.txt"],
+            "empty.txt",
+            out,
+        ),
+        (
+            "pretrain-data-unwritable",
+            "create_pretraining_data",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={world.unwritable}/p.tfrecord",
+                f"--vocab_file={good}/vocab.txt",
+            ],
+            "--output_file",
+            out,
+        ),
+        # create_finetuning_data
+        (
+            "finetune-data-missing-tsv",
+            "create_finetuning_data",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={bad}/a_directory",
+                f"--vocab_file={good}/vocab.txt",
+                f"--output_dir={out}/d",
+            ],
+            "train.tsv",
+            out,
+        ),
+        (
+            "finetune-data-no-usable-rows",
+            "create_finetuning_data",
+            ["--task_name=MRPC", f"--data_dir={bad}/tsv", f"--vocab_file={good}/vocab.txt", f"--output_dir={out}/d"],
+            "train.tsv",
+            out,
+        ),
+        (
+            "finetune-data-squad-malformed",
+            "create_finetuning_data",
+            [
+                "--task_name=squad",
+                f"--train_file={bad}/not_json.json",
+                f"--vocab_file={good}/vocab.txt",
+                f"--output_dir={out}/d",
+            ],
+            "not_json.json",
+            out,
+        ),
+        (
+            "finetune-data-squad-wrong-shape",
+            "create_finetuning_data",
+            [
+                "--task_name=squad",
+                f"--train_file={bad}/squad_not_squad.json",
+                f"--vocab_file={good}/vocab.txt",
+                f"--output_dir={out}/d",
+            ],
+            "squad_not_squad.json",
+            out,
+        ),
+        (
+            "finetune-data-conll-all-bad",
+            "create_finetuning_data",
+            ["--task_name=conll", f"--data_dir={bad}/conll", f"--vocab_file={good}/vocab.txt", f"--output_dir={out}/d"],
+            "eng.train",
+            out,
+        ),
+        (
+            "finetune-data-swag-no-header",
+            "create_finetuning_data",
+            ["--task_name=swag", f"--data_dir={bad}/swag", f"--vocab_file={good}/vocab.txt", f"--output_dir={out}/d"],
+            "train.csv",
+            out,
+        ),
+        (
+            "finetune-data-unwritable",
+            "create_finetuning_data",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--vocab_file={good}/vocab.txt",
+                f"--output_dir={world.unwritable}",
+            ],
+            "--output_dir",
+            out,
+        ),
+        # run_pretraining
+        (
+            "pretrain-missing-config",
+            "run_pretraining",
+            [
+                f"--bert_config_file={bad}/nope.json",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_train",
+            ],
+            "nope.json",
+            out,
+        ),
+        (
+            "pretrain-config-not-json",
+            "run_pretraining",
+            [
+                f"--bert_config_file={bad}/not_json.json",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_train",
+            ],
+            "not_json.json",
+            out,
+        ),
+        (
+            "pretrain-config-unknown-key",
+            "run_pretraining",
+            [
+                f"--bert_config_file={bad}/unknown_key_config.json",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_train",
+            ],
+            "unknown_key_config.json",
+            out,
+        ),
+        (
+            "pretrain-records-length",
+            "run_pretraining",
+            [
+                f"--bert_config_file={pretraining['bert_config.json']}",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_train",
+                "--max_seq_length=32",
+                f"--max_predictions_per_seq={MAX_PRED}",
+            ],
+            f"--max_seq_length={MAX_SEQ}",
+            out,
+        ),
+        (
+            "pretrain-not-records",
+            "run_pretraining",
+            [
+                f"--bert_config_file={pretraining['bert_config.json']}",
+                f"--input_file={bad}/not_a_tfrecord.tfrecord",
+                f"--output_dir={out}/p",
+                "--do_train",
+                f"--max_seq_length={MAX_SEQ}",
+            ],
+            "not_a_tfrecord.tfrecord",
+            out,
+        ),
+        (
+            "pretrain-checkpoint-mismatch",
+            "run_pretraining",
+            [
+                f"--bert_config_file={pretraining['bert_config.json']}",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_train",
+                f"--max_seq_length={MAX_SEQ}",
+                f"--max_predictions_per_seq={MAX_PRED}",
+                f"--init_checkpoint={world.other}/bert_model.ckpt",
+            ],
+            "bert_model.ckpt",
+            out,
+        ),
+        (
+            "pretrain-eval-random-weights",
+            "run_pretraining",
+            [
+                "--master=",  # Google's flag, accepted
+                f"--bert_config_file={pretraining['bert_config.json']}",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_eval",
+                f"--max_seq_length={MAX_SEQ}",
+                f"--max_predictions_per_seq={MAX_PRED}",
+            ],
+            "--allow_random_weights",
+            out,
+        ),
+        (
+            "pretrain-unwritable",
+            "run_pretraining",
+            [
+                f"--bert_config_file={pretraining['bert_config.json']}",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={world.unwritable}",
+                "--do_train",
+                f"--max_seq_length={MAX_SEQ}",
+                f"--max_predictions_per_seq={MAX_PRED}",
+            ],
+            "--output_dir",
+            out,
+        ),
+        # run_classifier
+        (
+            "classifier-missing-vocab",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={out}/c",
+                *train_flags,
+                *_model_flags(world, vocab=bad / "nope.txt"),
+            ],
+            "nope.txt",
+            out,
+        ),
+        (
+            "classifier-vocab-config-mismatch",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={out}/c",
+                *train_flags,
+                *_model_flags(world, vocab=bad / "short_vocab.txt"),
+            ],
+            "short_vocab.txt",
+            out,
+        ),
+        (
+            "classifier-checkpoint-mismatch",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={out}/c",
+                *train_flags,
+                *_model_flags(world, checkpoint=world.other / "bert_model.ckpt"),
+            ],
+            "bert_model.ckpt",
+            out,
+        ),
+        (
+            "classifier-no-usable-rows",
+            "run_classifier",
+            ["--task_name=MRPC", f"--data_dir={bad}/tsv", f"--output_dir={out}/c", *train_flags, *_model_flags(world)],
+            "train.tsv",
+            out,
+        ),
+        (
+            "classifier-missing-tsv",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={bad}/a_directory",
+                f"--output_dir={out}/c",
+                *train_flags,
+                *_model_flags(world),
+            ],
+            "train.tsv",
+            out,
+        ),
+        (
+            "classifier-export-exists",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={out}/c",
+                *train_flags,
+                *_model_flags(world),
+                f"--export_dir={world.root}/existing_export",
+            ],
+            "existing_export",
+            out,
+        ),
+        (
+            "classifier-eval-random-weights",
+            "run_classifier",
+            [
+                "--master=",  # Google's flag, accepted
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={out}/c",
+                "--do_eval",
+                "--max_seq_length=16",
+                f"--bert_config_file={good}/bert_config.json",
+                f"--vocab_file={good}/vocab.txt",
+            ],
+            "--allow_random_weights",
+            out,
+        ),
+        (
+            "classifier-unwritable",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={world.unwritable}",
+                *train_flags,
+                *_model_flags(world),
+            ],
+            "--output_dir",
+            out,
+        ),
+        (
+            "classifier-seq-too-long",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={out}/c",
+                "--do_train",
+                "--max_seq_length=100",
+                *_model_flags(world),
+            ],
+            "bert_config.json",
+            out,
+        ),
+        # run_squad, run_ner, run_swag
+        (
+            "squad-malformed-json",
+            "run_squad",
+            [
+                f"--train_file={bad}/not_json.json",
+                f"--output_dir={out}/s",
+                "--do_train",
+                "--max_seq_length=32",
+                *_model_flags(world),
+            ],
+            "not_json.json",
+            out,
+        ),
+        (
+            "squad-do-eval-rejected",
+            "run_squad",
+            [
+                "--master=",  # Google's flag, accepted
+                f"--predict_file={bad}/not_json.json",
+                f"--output_dir={out}/s",
+                "--do_eval",
+                "--max_seq_length=32",
+                *_model_flags(world),
+            ],
+            "--do_eval",
+            out,
+        ),
+        (
+            "ner-all-sentences-bad",
+            "run_ner",
+            [
+                f"--data_dir={bad}/conll",
+                f"--output_dir={out}/n",
+                "--do_train",
+                "--max_seq_length=16",
+                *_model_flags(world),
+            ],
+            "eng.train",
+            out,
+        ),
+        (
+            "swag-no-header",
+            "run_swag",
+            [
+                f"--data_dir={bad}/swag",
+                f"--output_dir={out}/w",
+                "--do_train",
+                "--max_seq_length=16",
+                *_model_flags(world),
+            ],
+            "train.csv",
+            out,
+        ),
+        # extract_features
+        (
+            "features-missing-input",
+            "extract_features",
+            [
+                f"--input_file={bad}/nope.txt",
+                f"--output_file={out}/f.jsonl",
+                "--max_seq_length=16",
+                *_model_flags(world),
+            ],
+            "nope.txt",
+            out,
+        ),
+        (
+            "features-missing-vocab",
+            "extract_features",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={out}/f.jsonl",
+                "--max_seq_length=16",
+                *_model_flags(world, vocab=bad / "nope.txt"),
+            ],
+            "nope.txt",
+            out,
+        ),
+        (
+            "features-bad-layers",
+            "extract_features",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={out}/f.jsonl",
+                "--max_seq_length=16",
+                "--layers=-1,x",
+                *_model_flags(world),
+            ],
+            "--layers",
+            out,
+        ),
+        (
+            "features-unwritable",
+            "extract_features",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={world.unwritable}/f.jsonl",
+                "--max_seq_length=16",
+                *_model_flags(world),
+            ],
+            "--output_file",
+            out,
+        ),
+        # export_saved_model
+        (
+            "export-vocab-config-mismatch",
+            "export_saved_model",
+            [
+                "--max_seq_length=32",
+                f"--export_dir={out}/e",
+                "--model_type=encoder",
+                *_model_flags(world, vocab=bad / "short_vocab.txt"),
+            ],
+            "short_vocab.txt",
+            out,
+        ),
+        (
+            "export-missing-vocab",
+            "export_saved_model",
+            [
+                "--max_seq_length=32",
+                f"--export_dir={out}/e",
+                "--model_type=encoder",
+                *_model_flags(world, vocab=bad / "nope.txt"),
+            ],
+            "nope.txt",
+            out,
+        ),
+        (
+            "export-checkpoint-mismatch",
+            "export_saved_model",
+            [
+                "--max_seq_length=32",
+                f"--export_dir={out}/e",
+                "--model_type=encoder",
+                *_model_flags(world, checkpoint=world.other / "bert_model.ckpt"),
+            ],
+            "bert_model.ckpt",
+            out,
+        ),
+        (
+            "export-exists",
+            "export_saved_model",
+            [
+                "--max_seq_length=32",
+                f"--export_dir={world.root}/existing_export",
+                "--model_type=encoder",
+                *_model_flags(world),
+            ],
+            "existing_export",
+            out,
+        ),
+        (
+            "export-unwritable",
+            "export_saved_model",
+            ["--max_seq_length=32", f"--export_dir={world.unwritable}/e", "--model_type=encoder", *_model_flags(world)],
+            "--export_dir",
+            out,
+        ),
+        (
+            "export-missing-checkpoint",
+            "export_saved_model",
+            [
+                "--max_seq_length=32",
+                f"--export_dir={out}/e",
+                "--model_type=encoder",
+                *_model_flags(world, checkpoint=bad / "nope.ckpt"),
+            ],
+            "nope.ckpt",
+            out,
+        ),
+        # convert_hf_checkpoint
+        (
+            "convert-missing-dir",
+            "convert_hf_checkpoint",
+            [f"--hf_dir={bad}/nope", f"--output_dir={out}/g"],
+            "vocab.txt",
+            out,
+        ),
+        (
+            "convert-unwritable",
+            "convert_hf_checkpoint",
+            [f"--hf_dir={good}", f"--output_dir={world.unwritable}"],
+            "--output_dir",
+            out,
+        ),
+    ]
+
+
+def _disk_full_cases(world):
+    """Real work whose output does not fit in 256 KB."""
+    big = world.root / "big_corpus.txt"
+    words = VOCAB[5:]
+    big.write_text(
+        "\n\n".join(
+            "\n".join(" ".join(words[(d + s + w) % len(words)] for w in range(12)) for s in range(6))
+            for d in range(400)
+        )
+        + "\n"
+    )
+    return [
+        (
+            "pretrain-data-disk-full",
+            "create_pretraining_data",
+            [
+                f"--input_file={big}",
+                f"--output_file={world.full}/p.tfrecord",
+                f"--vocab_file={world.good}/vocab.txt",
+                "--max_seq_length=32",
+                "--dupe_factor=4",
+            ],
+            "no space left on device",
+            world.full,
+        ),
+    ]
+
+
+def _run(case):
+    case_id, tool, args, _, _ = case
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the tools' own default: quiet
+    return case_id, subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, TOOLS[tool]), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=str(REPO_ROOT),
+    )
+
+
+def _listing(directory):
+    directory = str(directory)
+    if not os.path.isdir(directory):
+        return set()
+    return {
+        os.path.relpath(os.path.join(folder, name), directory)
+        for folder, dirs, files in os.walk(directory)
+        for name in dirs + files
+    }
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad_inputs")
+    world = World(root)
+    out = root / "out"
+    out.mkdir()
+    cases = _cases(world, out) + (_disk_full_cases(world) if world.has_full_disk else [])
+    before = {case[0]: _listing(case[4]) for case in cases}
+    existing_export = (root / "existing_export" / "saved_model.pb").read_text()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            results = dict(pool.map(_run, cases))
+        after = {case[0]: _listing(case[4]) for case in cases}
+        assert (root / "existing_export" / "saved_model.pb").read_text() == existing_export
+        yield {case[0]: (case, results[case[0]], before[case[0]], after[case[0]]) for case in cases}, world
+    finally:
+        world.unmount()
+
+
+def test_every_tool_fails_cleanly_on_every_bad_input(outcomes):
+    table, _ = outcomes
+    problems = []
+    for case_id, ((_, tool, _, named, _), result, before, after) in table.items():
+        if case_id == "pretrain-data-disk-full":
+            continue
+        lines = result.stderr.strip().splitlines()
+        if result.returncode == 0:
+            problems.append(f"{case_id}: exit 0")
+        elif "Traceback" in result.stderr:
+            problems.append(f"{case_id}: a traceback:\n{result.stderr[-1500:]}")
+        elif not lines or not lines[-1].startswith(f"{tool}: error: "):
+            problems.append(f"{case_id}: last line {lines[-1:]!r}")
+        elif not any(option in lines[-1] for option in named.split("|")):
+            problems.append(f"{case_id}: {lines[-1]!r} does not name {named!r}")
+        elif after != before:
+            problems.append(f"{case_id}: left {sorted(after - before)}")
+        elif len(lines) > 10:  # a few named bad rows at most, never one line per row
+            problems.append(f"{case_id}: {len(lines)} lines on stderr:\n{result.stderr[-1500:]}")
+    assert not problems, f"{len(problems)} of {len(table)} cases:\n" + "\n".join(problems)
+    assert len(table) >= 45
+
+
+def test_disk_full_fails_cleanly(outcomes):
+    table, world = outcomes
+    if not world.has_full_disk:
+        pytest.skip("cannot mount a small tmpfs here")
+    (_, tool, _, named, location), result, before, after = table["pretrain-data-disk-full"]
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert lines[-1].startswith(f"{tool}: error: ") and named in lines[-1], lines[-1]
+    assert after == before, sorted(after - before)

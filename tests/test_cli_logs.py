@@ -1,0 +1,110 @@
+"""What the tools print by default: our lines only (no TensorFlow chatter), warnings at WARNING,
+progress inside long loops, help without TensorFlow's flags; and what they write: a vocabulary of
+at most --vocab_size tokens, a SavedModel holding each weight once."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
+from tests.conftest import REPO_ROOT
+from tests.finetuning_fixtures import model_dir  # noqa: F401 -- model_dir: a fixture
+from tests.pretraining_fixtures import make_pretraining_setup, pretraining_flags
+
+NOISE = (
+    "cuInit",
+    "cuda",
+    "CUDA",
+    "oneDNN",
+    "cpu_feature_guard",
+    "rendezvous",
+    "Sharding callback",
+    "absl::",
+    "tensorflow/core",
+    "local_xla",
+    "WARNING:tensorflow",
+    "Traceback",
+)
+OUR_LINE = re.compile(r"^\d\d:\d\d:\d\d (WARNING: )?\S")
+
+
+def _run(script, *args):
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the tools' default
+    return subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, script), *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_export_logs_only_our_lines_and_stores_each_weight_once(model_dir, tmp_path):  # noqa: F811
+    run = _run(
+        "export_saved_model.py",
+        f"--vocab_file={model_dir}/vocab.txt",
+        f"--bert_config_file={model_dir}/bert_config.json",
+        f"--init_checkpoint={model_dir}/bert_model.ckpt",
+        "--model_type=classifier",
+        "--label_names=a,b",
+        "--max_seq_length=16",
+        f"--export_dir={tmp_path}/saved",
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stderr.strip().splitlines()
+    assert lines and all(OUR_LINE.match(line) for line in lines), lines
+    assert not [line for line in lines if any(noise in line for noise in NOISE)], lines
+    # The variables hold each weight once: about the float32 size of the weights (plus headers).
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(f"{model_dir}/bert_model.ckpt")
+    weight_bytes = sum(4 * int(np.prod(shape)) for shape in reader.get_variable_to_shape_map().values())
+    variables = tmp_path / "saved" / "variables"
+    stored = sum(os.path.getsize(variables / name) for name in os.listdir(variables))
+    assert weight_bytes < stored < 1.2 * weight_bytes + 50_000, (stored, weight_bytes)
+
+
+def test_build_vocab_warns_at_warning_and_keeps_to_vocab_size(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    text = open(os.path.join(REPO_ROOT, "demo", "data", "corpus.txt"), "rb").read()
+    corpus.write_bytes(text.replace(b"\n", b"\n\xff\xfe not utf-8\n", 1))
+    run = _run(
+        "tfrecord_tools/build_vocab.py",
+        f"--input_file={corpus}",
+        f"--output_file={tmp_path}/vocab.txt",
+        "--vocab_size=200",
+        "--min_count=1",
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stderr.strip().splitlines()
+    assert any(
+        re.match(rf"^\d\d:\d\d:\d\d WARNING: {re.escape(str(corpus))}:2: skipped, not UTF-8", line) for line in lines
+    ), lines
+    assert not [line for line in lines if any(noise in line for noise in NOISE)], lines
+    # tensorflow-text's learner alone gives 304 tokens for a target of 200 on this corpus.
+    vocab = (tmp_path / "vocab.txt").read_text().splitlines()
+    assert 100 <= len(vocab) <= 200 and vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def test_data_tools_help_lists_no_tensorflow_flags():
+    run = _run("tfrecord_tools/create_pretraining_data.py", "--helpfull")
+    assert "keras_bert_cli.create_pretraining_data:" in run.stdout + run.stderr
+    assert "tensorflow" not in (run.stdout + run.stderr).lower().replace("tensorflow-text", "")
+
+
+def test_progress_comes_from_inside_a_long_loop(tmp_path):
+    setup = make_pretraining_setup(str(tmp_path / "data"))
+    logs = []
+    flags = pretraining_flags(
+        setup,
+        str(tmp_path / "out"),
+        num_train_steps=80,
+        iterations_per_loop=1000,
+        save_checkpoints_steps=1000,
+        log_every_seconds=0.05,
+    )
+    result = run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    assert [loop["step"] for loop in result.train.history] == [80]  # one tf.function call ran all 80 steps
+    inside = [int(line.split()[1].split("/")[0]) for line in logs if line.startswith("step ")]
+    assert len(inside) >= 3 and min(inside) < 80, logs  # progress lines while that call ran
+    assert all("examples/s" in line and "ETA" in line for line in logs if line.startswith("step "))
