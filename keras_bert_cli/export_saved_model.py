@@ -1,4 +1,4 @@
-"""Exports a BERT model as a SavedModel that serves raw text (tokenization in the graph), token
+r"""Exports a BERT model as a SavedModel that serves raw text (tokenization in the graph), token
 ids and tf.train.Examples, for TF Serving or `tf.saved_model.load` (after `import tensorflow_text`).
 
     python export_saved_model.py --bert_config_file=bert_config.json --vocab_file=vocab.txt \
@@ -9,6 +9,7 @@ ids and tf.train.Examples, for TF Serving or `tf.saved_model.load` (after `impor
 from absl import flags
 
 from keras_bert_cli import app
+from tfrecord_tools.errors import UsageError
 
 MODEL_TYPES = ["encoder", "pretrainer", "classifier", "regression", "squad", "ner", "multiple_choice"]
 
@@ -41,9 +42,9 @@ def main(_):
     if not label_names and FLAGS.num_labels:
         label_names = [str(index) for index in range(FLAGS.num_labels)]
     if FLAGS.model_type in ("classifier", "ner") and not label_names:
-        raise ValueError(f"--model_type={FLAGS.model_type} needs --label_names (or --num_labels)")
+        raise UsageError(f"--model_type={FLAGS.model_type} needs --label_names (or --num_labels)")
     if FLAGS.model_type == "classifier" and len(label_names) == 1:
-        raise ValueError("--model_type=classifier needs two or more labels; use --model_type=regression for one score")
+        raise UsageError("--model_type=classifier needs two or more labels; use --model_type=regression for one score")
     build_and_export(
         FLAGS.bert_config_file,
         FLAGS.vocab_file,

@@ -1,4 +1,4 @@
-"""Extracts pre-computed feature vectors from BERT (Google's extract_features.py flags and output).
+r"""Extracts pre-computed feature vectors from BERT (Google's extract_features.py flags and output).
 
     python extract_features.py --input_file=input.txt --output_file=output.jsonl --vocab_file=vocab.txt \
         --bert_config_file=bert_config.json --init_checkpoint=bert_model.ckpt --layers=-1,-2,-3,-4 \

@@ -1,4 +1,4 @@
-"""BERT fine-tuning for sentence (pair) classification and regression: GLUE tasks, XNLI, any TSV.
+r"""BERT fine-tuning for sentence (pair) classification and regression: GLUE tasks, XNLI, any TSV.
 
     python run_classifier.py --task_name=MRPC --do_train --do_eval --data_dir=glue/MRPC \
         --vocab_file=vocab.txt --bert_config_file=bert_config.json --init_checkpoint=bert_model.ckpt \
@@ -11,6 +11,7 @@ from absl import flags
 
 from keras_bert_cli import app
 from keras_bert_cli import flags as shared
+from tfrecord_tools.errors import UsageError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -40,7 +41,7 @@ def main(_):
     if not is_data_dir(FLAGS.data_dir):
         if FLAGS.task_name.lower() == "tsv":
             if not FLAGS.label_names and not FLAGS.is_regression:
-                raise ValueError("--task_name=tsv needs --label_names (or --is_regression)")
+                raise UsageError("--task_name=tsv needs --label_names (or --is_regression)")
             processor = ClassificationProcessor.generic(
                 FLAGS.data_dir,
                 FLAGS.text_a_column,

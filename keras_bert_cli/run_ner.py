@@ -1,4 +1,4 @@
-"""BERT fine-tuning for named-entity recognition on CoNLL-2003 files (eng.train, eng.testa, eng.testb).
+r"""BERT fine-tuning for named-entity recognition on CoNLL-2003 files (eng.train, eng.testa, eng.testb).
 
     python run_ner.py --data_dir=conll2003 --vocab_file=vocab.txt --bert_config_file=bert_config.json \
         --init_checkpoint=bert_model.ckpt --do_train --do_eval --output_dir=out

@@ -1,4 +1,4 @@
-"""BERT pretraining (masked LM + next sentence) on tf.distribute: Google's flags, from one CPU to
+r"""BERT pretraining (masked LM + next sentence) on tf.distribute: Google's flags, from one CPU to
 a TPU pod.
 
     python run_pretraining.py --bert_config_file=bert_config.json --input_file=data/*.tfrecord \
@@ -21,6 +21,8 @@ flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 flags.DEFINE_bool(
     "export_google_checkpoint", True, "Also write the final weights as OUTPUT_DIR/bert_model.ckpt under Google's names."
 )
+flags.DEFINE_float("masked_lm_prob", 0.15, "Dynamic masking (unmasked records): masked LM probability.")
+flags.DEFINE_bool("do_whole_word_mask", False, "Dynamic masking (unmasked records): mask whole words.")
 shared.define_training_flags(learning_rate=5e-5)
 flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 

@@ -1,4 +1,4 @@
-"""BERT fine-tuning on SQuAD v1.1 / v2.0 with Google's flags and output files.
+r"""BERT fine-tuning on SQuAD v1.1 / v2.0 with Google's flags and output files.
 
     python run_squad.py --vocab_file=vocab.txt --bert_config_file=bert_config.json \
         --init_checkpoint=bert_model.ckpt --do_train --train_file=train-v2.0.json --do_predict \

@@ -1,4 +1,4 @@
-"""BERT fine-tuning on SWAG multiple choice (rowanz/swagaf train.csv / val.csv).
+r"""BERT fine-tuning on SWAG multiple choice (rowanz/swagaf train.csv / val.csv).
 
     python run_swag.py --data_dir=swagaf/data --vocab_file=vocab.txt --bert_config_file=bert_config.json \
         --init_checkpoint=bert_model.ckpt --do_train --do_eval --learning_rate=2e-5 --output_dir=out

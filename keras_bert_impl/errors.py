@@ -1,14 +1,17 @@
 """Errors with one-line messages that name the file at fault and the fix.
 
-The command-line tools print these as one line and exit non-zero; anything else is a bug.
+All are `UsageError`s (`tfrecord_tools.errors`, the data path's): the command-line tools print them
+as one line and exit 1; anything else is a bug.
 """
 
+from tfrecord_tools.errors import UsageError
 
-class BertConfigError(ValueError):
+
+class BertConfigError(UsageError):
     """A `bert_config.json` (or config dict) that cannot describe a BERT model."""
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(UsageError):
     """A checkpoint whose weights do not fit the model built from the config."""
 
 

@@ -166,14 +166,14 @@ def test_same_seed_same_bytes_for_any_worker_count_and_round_robin(corpus, tmp_p
     inputs = [str(root / "corpus.txt")]
     one = [str(tmp_path / "one-a.tfrecord"), str(tmp_path / "one-b.tfrecord")]
     two = [str(tmp_path / "two-a.tfrecord"), str(tmp_path / "two-b.tfrecord")]
-    summary = create_pretraining_data(inputs, one, _options(root, documents_per_unit=2))
-    create_pretraining_data(inputs, two, _options(root, documents_per_unit=2, num_workers=2))
+    summary = create_pretraining_data(inputs, one, _options(root, unit_bytes=300))
+    create_pretraining_data(inputs, two, _options(root, unit_bytes=300, num_workers=2))
     for a, b in zip(one, two):
         assert open(a, "rb").read() == open(b, "rb").read()
     counts = [sum(1 for _ in tf.data.TFRecordDataset(path)) for path in one]
     assert sum(counts) == summary.instances and abs(counts[0] - counts[1]) <= 3
     other = str(tmp_path / "other.tfrecord")
-    create_pretraining_data(inputs, [other], _options(root, documents_per_unit=2, random_seed=8))
+    create_pretraining_data(inputs, [other], _options(root, unit_bytes=300, random_seed=8))
     assert open(other, "rb").read() != open(one[0], "rb").read()
     assert not [name for name in os.listdir(tmp_path) if ".tmp-" in name]
 
@@ -186,7 +186,7 @@ def test_bad_lines_empty_documents_and_no_partial_output(corpus, tmp_path):
     warnings = []
     output = str(tmp_path / "out.tfrecord")
     summary = create_pretraining_data([str(messy)], [output], _options(root), log=warnings.append)
-    assert summary.bad_lines == 1 and any(f"{messy}:4: skipped, not UTF-8" in w for w in warnings)
+    assert summary.bad_lines == 1 and any(f"{messy}: the line at byte 3: skipped, not UTF-8" in w for w in warnings)
     assert summary.documents == NUM_DOCS + 1 and summary.instances > 0
     # An input with no text is refused, naming it, before anything is written (issue 14: empty input).
     (tmp_path / "empty.txt").write_text("\n\n")
@@ -287,3 +287,17 @@ def test_command_line_flags_and_errors(corpus, tmp_path):
     )
     assert bad.returncode != 0 and "missing*.txt: no file matches; check --input_file" in bad.stderr
     assert not (tmp_path / "x.tfrecord").exists()
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_more_prediction_slots_than_tokens_pad_the_rest(corpus, tmp_path, whole_word):
+    """Google's code accepts --max_predictions_per_seq > --max_seq_length; so does ours."""
+    root, _ = corpus
+    path = str(tmp_path / "wide.tfrecord")
+    options = _options(root, max_seq_length=16, max_predictions_per_seq=40, do_whole_word_mask=whole_word)
+    create_pretraining_data([str(root / "corpus.txt")], [path], options)
+    rows = feature_specs.read_tfrecord(path, feature_specs.pretraining_spec(16, 40))
+    lengths = rows["input_mask"].sum(1)
+    assert np.array_equal(rows["masked_lm_weights"].sum(1), np.minimum(40, np.maximum(1, np.round(lengths * 0.15))))
+    real = rows["masked_lm_weights"] > 0
+    assert (rows["masked_lm_positions"][real] < 16).all() and not rows["masked_lm_positions"][~real].any()

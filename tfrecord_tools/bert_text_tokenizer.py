@@ -15,6 +15,8 @@ tensorflow-text's FastWordpieceTokenizer does the greedy longest-match WordPiece
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfrecord_tools.errors import UsageError
+
 MAX_CHARS_PER_WORD = 200
 UNK_TOKEN = "[UNK]"
 
@@ -35,12 +37,12 @@ def load_vocab_list(vocab_file):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"{vocab_file}: not UTF-8 ({error}); a vocab.txt holds one UTF-8 token per line") from None
+        raise UsageError(f"{vocab_file}: not UTF-8 ({error}); a vocab.txt holds one UTF-8 token per line") from None
     tokens = [line.strip() for line in text.split("\n")]
     if tokens and tokens[-1] == "":
         tokens.pop()
     if UNK_TOKEN not in tokens:
-        raise ValueError(f"{vocab_file}: has no {UNK_TOKEN} token; use the vocab.txt released with the model")
+        raise UsageError(f"{vocab_file}: has no {UNK_TOKEN} token; use the vocab.txt released with the model")
     return tokens
 
 

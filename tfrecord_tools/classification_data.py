@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.progress import LimitedWarnings
 
 
@@ -131,7 +132,7 @@ class ClassificationProcessor:
         """Google's --task_name (any case) -> its processor."""
         key = task_name.lower()
         if key not in TASKS:
-            raise ValueError(f"--task_name={task_name}: unknown task; use one of {', '.join(sorted(TASKS))} or tsv")
+            raise UsageError(f"--task_name={task_name}: unknown task; use one of {', '.join(sorted(TASKS))} or tsv")
         return cls(TASKS[key], data_dir, **kwargs)
 
     @classmethod

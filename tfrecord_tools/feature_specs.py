@@ -7,6 +7,7 @@ readers also accept tf-models-official's `input_word_ids` / `input_type_ids`.
 import numpy as np
 import tensorflow as tf
 
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_outputs
 
 # tf-models-official name -> Google name.
@@ -41,6 +42,27 @@ def pretraining_spec(max_seq_length, max_predictions_per_seq):
         "masked_lm_weights": _floats(max_predictions_per_seq),
         "next_sentence_labels": _ints(1),
     }
+
+
+def dynamic_pretraining_spec(max_seq_length):
+    """create_pretraining_data.py --dynamic_masking: each instance once and unmasked. The training
+    input pipeline masks it anew each time it is read (`dynamic_masking`) and hands the model
+    `pretraining_spec`'s features. `mlm_candidates` is 0 where no mask may go ([CLS], [SEP],
+    padding), 1 on the first piece of a word and 2 on its later pieces (whole-word masking);
+    `mask_token_id` is the vocabulary's [MASK] id, which run_pretraining has no other way to know."""
+    return {
+        "input_ids": _ints(max_seq_length),
+        "input_mask": _ints(max_seq_length),
+        "segment_ids": _ints(max_seq_length),
+        "next_sentence_labels": _ints(1),
+        "mlm_candidates": _ints(max_seq_length),
+        "mask_token_id": _ints(1),
+    }
+
+
+def is_dynamic_pretraining(feature_names):
+    """Whether records with these feature names are unmasked (dynamic masking) ones."""
+    return "mlm_candidates" in feature_names
 
 
 def classification_spec(max_seq_length, is_regression=False):
@@ -91,12 +113,12 @@ def multiple_choice_spec(max_seq_length, num_choices):
 def to_example_bytes(features, spec):
     """Serializes {name: values} as a tf.train.Example, checking names and lengths against `spec`."""
     if set(features) != set(spec):
-        raise ValueError(f"features {sorted(features)} do not match the spec {sorted(spec)}")
+        raise UsageError(f"features {sorted(features)} do not match the spec {sorted(spec)}")
     proto = {}
     for name, feature_spec in spec.items():
         values = np.asarray(features[name]).reshape(-1)
         if values.shape[0] != feature_spec.shape[0]:
-            raise ValueError(f"feature {name} has {values.shape[0]} values, the spec wants {feature_spec.shape[0]}")
+            raise UsageError(f"feature {name} has {values.shape[0]} values, the spec wants {feature_spec.shape[0]}")
         if feature_spec.dtype == tf.float32:
             proto[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values.astype(np.float32).tolist()))
         else:
@@ -106,8 +128,15 @@ def to_example_bytes(features, spec):
 
 def detect_feature_names(file_path):
     """The feature names of a TFRecord file's first record (Google's or Model Garden's)."""
-    for record in tf.data.TFRecordDataset(file_path).take(1):
-        return set(tf.train.Example.FromString(record.numpy()).features.feature)
+    try:
+        for record in tf.data.TFRecordDataset(file_path).take(1):
+            return set(tf.train.Example.FromString(record.numpy()).features.feature)
+    except tf.errors.OpError as error:
+        raise UsageError(
+            f"{file_path}: not a TFRecord file ({error.message.split('}}')[-1].strip()}); recreate it"
+        ) from None
+    except Exception as error:  # noqa: BLE001 -- a record that is no tf.train.Example
+        raise UsageError(f"{file_path}: its records are not tf.train.Examples ({error}); recreate it") from None
     return set()
 
 
@@ -188,6 +217,8 @@ def examples_to_bytes(features, spec):
     back to protobuf.
     """
     names = sorted(spec)
+    if not names or not len(features[names[0]]):
+        return []
     rows = {name: np.asarray(features[name]).reshape(len(features[name]), -1) for name in names}
     count = len(rows[names[0]]) if names else 0
     columns = []  # per feature: N entries of the Features map, each key + framed Feature
@@ -196,7 +227,7 @@ def examples_to_bytes(features, spec):
         feature_spec = spec[name]
         values = rows[name]
         if values.shape != (count, feature_spec.shape[0]):
-            raise ValueError(
+            raise UsageError(
                 f"feature {name} has shape {values.shape}, the spec wants ({count}, {feature_spec.shape[0]})"
             )
         if feature_spec.dtype == tf.float32:
@@ -274,13 +305,13 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True):
     try:
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.OpError as error:
-        raise ValueError(f"{path}: not a TFRecord file ({error.message.splitlines()[0]}); recreate it") from None
+        raise UsageError(f"{path}: not a TFRecord file ({error.message.splitlines()[0]}); recreate it") from None
     if first is None:
-        raise ValueError(f"{path}: holds no records; recreate it from non-empty input")
+        raise UsageError(f"{path}: holds no records; recreate it from non-empty input")
     try:
         features = tf.train.Example.FromString(first.numpy()).features.feature
     except Exception as error:  # noqa: BLE001 -- any parse failure means the same thing
-        raise ValueError(f"{path}: its records are not tf.train.Examples ({error}); recreate it") from None
+        raise UsageError(f"{path}: its records are not tf.train.Examples ({error}); recreate it") from None
     names = set(features)
     missing = [
         name
@@ -289,7 +320,7 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True):
         and not any(alias in names for alias, google in MODEL_GARDEN_ALIASES.items() if google == name)
     ]
     if missing:
-        raise ValueError(
+        raise UsageError(
             f"{path}: {what} lack feature(s) {', '.join(missing)} (they hold {', '.join(sorted(names))}); "
             "is this the right kind of TFRecord?"
         )
@@ -311,7 +342,7 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True):
                 if flag and lengths_are_flags
                 else "make the length flags match the data"
             )
-            raise ValueError(
+            raise UsageError(
                 f"{path}: {name} holds {count} values per record but the flags ask for {wanted}; "
                 f"{fix} (or recreate the data)"
             )

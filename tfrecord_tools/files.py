@@ -5,7 +5,7 @@ Every writer in the project goes through `atomic_outputs` (or its `atomic_output
 `atomic_directory` forms): outputs are written under a temporary name next to their final one and
 renamed into place only when the whole block succeeded, so a crash, bad input, Ctrl-C or SIGTERM
 never leaves a half-written file under the real name, and the temporaries are removed. Paths with
-a scheme (gs://, hdfs://) go through `tf.io.gfile`. Imports nothing of the project.
+a scheme (gs://, hdfs://) go through `tf.io.gfile`. Imports only `tfrecord_tools.errors`.
 """
 
 import contextlib
@@ -13,6 +13,8 @@ import glob
 import os
 import shutil
 import tempfile
+
+from tfrecord_tools.errors import UsageError
 
 
 def _is_remote(path):
@@ -142,6 +144,22 @@ def check_writable(path, flag, kind="file"):
         ) from None
 
 
+def check_outputs_distinct(outputs, inputs=(), flag="--output_file"):
+    """Each output named once, and none of them an input (writing it would destroy the input)."""
+
+    def key(path):
+        return str(path) if _is_remote(path) else os.path.realpath(path)
+
+    input_keys = {key(path) for path in inputs}
+    seen = set()
+    for path in outputs:
+        if key(path) in seen:
+            raise UsageError(f"{path}: listed twice in {flag}; name each output once")
+        if key(path) in input_keys:
+            raise UsageError(f"{path}: is also an input; writing it would destroy the input: choose another {flag}")
+        seen.add(key(path))
+
+
 def expand_file_patterns(file_patterns, flag="--input_file"):
     """A comma list of globs (local or gs://) -> sorted files, or an error naming the pattern
     that matched nothing."""
@@ -155,6 +173,17 @@ def expand_file_patterns(file_patterns, flag="--input_file"):
     if not files:
         raise FileNotFoundError(f"{flag} is empty; pass a comma list of files or globs")
     return files
+
+
+def check_text_files(paths, flag):
+    """Before reading them as text: none of `paths` is binary (a NUL byte in its first 8 KB, as
+    a TFRecord, a checkpoint or a safetensors file has)."""
+    for path in paths:
+        if _is_remote(path):
+            continue
+        with open(path, "rb") as reader:
+            if b"\x00" in reader.read(8192):
+                raise UsageError(f"{path}: holds binary data, not text; {flag} takes text files")
 
 
 def check_readable_file(path, flag, what="file"):

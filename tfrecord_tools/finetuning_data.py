@@ -13,6 +13,7 @@ import json
 import os
 import random
 
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_output, exists
 
 META_FILE = "meta.json"
@@ -51,12 +52,12 @@ class FineTuningData:
             with open(path, encoding="utf-8") as reader:
                 meta = json.load(reader)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ValueError(f"{path}: not valid JSON ({error}); recreate it with create_finetuning_data") from None
+            raise UsageError(f"{path}: not valid JSON ({error}); recreate it with create_finetuning_data") from None
         missing = [
             key for key in ("task_name", "model_type", "max_seq_length", "do_lower_case", "counts") if key not in meta
         ]
         if missing:
-            raise ValueError(f"{path}: lacks {', '.join(missing)}; recreate it with create_finetuning_data")
+            raise UsageError(f"{path}: lacks {', '.join(missing)}; recreate it with create_finetuning_data")
         return cls(directory, meta)
 
     @property
@@ -95,25 +96,41 @@ class FineTuningData:
         path = os.path.join(self.directory, META_FILE)
         meta = self.meta
         if task_names is not None and meta["task_name"].lower() not in [name.lower() for name in task_names]:
-            raise ValueError(
+            raise UsageError(
                 f"{path}: made for task {meta['task_name']}, not {'/'.join(task_names)}; "
                 "pass the data directory of this task"
             )
         if max_seq_length is not None and meta["max_seq_length"] != max_seq_length:
-            raise ValueError(
+            raise UsageError(
                 f"{path}: features are {meta['max_seq_length']} tokens long but --max_seq_length="
                 f"{max_seq_length}; pass --max_seq_length={meta['max_seq_length']} or recreate the data"
             )
         if do_lower_case is not None and bool(meta["do_lower_case"]) != bool(do_lower_case):
-            raise ValueError(
+            raise UsageError(
                 f"{path}: made with do_lower_case={meta['do_lower_case']} but --do_lower_case="
                 f"{do_lower_case}; make them agree"
             )
         if vocab_file and meta.get("vocab_sha256") and meta["vocab_sha256"] != vocab_digest(vocab_file):
-            raise ValueError(
+            raise UsageError(
                 f"{path}: tokenized with another vocabulary than {vocab_file} ({meta.get('vocab_size')} "
                 "tokens); recreate the data with this --vocab_file"
             )
+
+
+def check_output_dir_task(directory, task_name):
+    """Before writing a task's features into a run's --output_dir: it holds no other task's."""
+    path = os.path.join(directory, META_FILE)
+    if not os.path.isfile(path):
+        return
+    try:
+        with open(path, encoding="utf-8") as reader:
+            other = json.load(reader).get("task_name", "")
+    except (OSError, ValueError, AttributeError):
+        return
+    if other.lower() != task_name.lower():
+        raise UsageError(
+            f"{directory}: holds a run of task {other} (meta.json); pass another --output_dir for {task_name}"
+        )
 
 
 def base_meta(task_name, model_type, max_seq_length, tokenizer, **extra):
@@ -150,16 +167,17 @@ def write_meta(directory, meta):
     return meta
 
 
-def _require_examples(examples, path, what="usable rows", skipped=0):
+def _require_examples(examples, path, what="usable rows", skipped=0, hint="check the file and the task's column flags"):
     if not examples:
         detail = f" ({skipped} skipped, see the warnings)" if skipped else ""
-        raise ValueError(f"{path}: holds no {what}{detail}; check the file and the task's column flags")
+        raise UsageError(f"{path}: holds no {what}{detail}; {hint}")
 
 
 def write_classification_data(processor, task_name, splits, tokenizer, max_seq_length, output_dir):
     """GLUE-style TSV -> {split}.tfrecord (run_classifier's features) and meta.json."""
     from tfrecord_tools.classification_data import write_classification_tfrecord  # noqa: PLC0415
 
+    check_output_dir_task(output_dir, task_name)
     meta = base_meta(
         task_name,
         "regression" if processor.is_regression else "classifier",
@@ -206,6 +224,13 @@ def write_squad_data(
         write_squad_tfrecord,
     )
 
+    check_output_dir_task(output_dir, "squad")
+    window = max_seq_length - max_query_length - 3  # context tokens a window holds at the least
+    if window < 1:
+        raise UsageError(
+            f"--max_seq_length={max_seq_length} leaves no room for the context after "
+            f"--max_query_length={max_query_length}; raise --max_seq_length"
+        )
     meta = base_meta(
         "squad",
         "squad",
@@ -221,7 +246,7 @@ def write_squad_data(
     read = {}
     for name, path, is_training in inputs:
         examples, skipped = read_squad_examples(path, is_training, version_2_with_negative, warn=warn)
-        _require_examples(examples, path, "questions", skipped)
+        _require_examples(examples, path, "questions", skipped, "check the file")
         if is_training:
             random.Random(12345).shuffle(examples)  # as Google's run_squad.py
         read[name] = (examples, skipped, path)
@@ -245,6 +270,7 @@ def write_conll_data(data_dir, splits, tokenizer, max_seq_length, output_dir, wa
     sidecar (words and gold tags, for conlleval), and meta.json."""
     from tfrecord_tools.ner_data import CONLL_LABELS, ConllReader, write_ner_tfrecord  # noqa: PLC0415
 
+    check_output_dir_task(output_dir, "conll")
     reader = ConllReader(warn=warn)
     meta = base_meta("conll", "ner", max_seq_length, tokenizer, labels=list(CONLL_LABELS))
     sentences = {}
@@ -252,7 +278,7 @@ def write_conll_data(data_dir, splits, tokenizer, max_seq_length, output_dir, wa
         path = os.path.join(data_dir, CONLL_FILES[split])
         before = reader.skipped
         sentences[split] = reader.read(path)
-        _require_examples(sentences[split], path, "sentences", reader.skipped - before)
+        _require_examples(sentences[split], path, "sentences", reader.skipped - before, "check the file")
     for split in splits:
         meta["counts"][split], kept = write_ner_tfrecord(
             sentences[split], CONLL_LABELS, max_seq_length, tokenizer, split_path(output_dir, split)
@@ -266,6 +292,7 @@ def write_swag_data(data_dir, splits, tokenizer, max_seq_length, output_dir, war
     """SWAG CSV -> {split}.tfrecord (four `[CLS] context [SEP] ending [SEP]` each) and meta.json."""
     from tfrecord_tools.swag_data import NUM_CHOICES, SwagReader, write_swag_tfrecord  # noqa: PLC0415
 
+    check_output_dir_task(output_dir, "swag")
     reader = SwagReader(warn=warn)
     meta = base_meta("swag", "multiple_choice", max_seq_length, tokenizer, num_choices=NUM_CHOICES)
     examples = {}
@@ -273,7 +300,7 @@ def write_swag_data(data_dir, splits, tokenizer, max_seq_length, output_dir, war
         path = os.path.join(data_dir, SWAG_FILES[split])
         before = reader.skipped
         examples[split] = reader.read(path)
-        _require_examples(examples[split], path, skipped=reader.skipped - before)
+        _require_examples(examples[split], path, skipped=reader.skipped - before, hint="check the file")
     for split in splits:
         meta["counts"][split] = write_swag_tfrecord(
             examples[split], max_seq_length, tokenizer, split_path(output_dir, split)

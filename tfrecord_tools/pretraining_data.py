@@ -1,10 +1,14 @@
-"""Pretraining TFRecords from raw text, at any corpus size: streaming, parallel, deterministic.
+"""Pretraining TFRecords from raw text, at any corpus size: parallel, bounded in memory, deterministic.
 
-Documents are read in order and grouped into units of `documents_per_unit`. Each unit is
-tokenized in one batch (tensorflow-text ops) and turned into instances with its own random
-generator (seeded by `random_seed` and the unit's index), so memory is bounded by the unit, not
-the corpus, and the output bytes do not depend on `num_workers`. Instances go to the output files
-round-robin, each written under a temporary name and renamed when everything succeeded.
+The inputs are cut into units by bytes (`pretraining_units`); `UnitMaker.make(unit)` reads one
+unit, tokenizes it in one batch (tensorflow-text ops) and turns it into serialized instances with
+the unit's own random generator (seeded by `random_seed` and the unit's index). That one function
+is all a worker runs, here in a process pool and in the Beam pipeline (`pretraining_beam`), so
+memory is bounded by the unit and the instances do not depend on how many workers there are.
+Locally, instance k of unit u goes to output file (k + u) mod n, each file written under a
+temporary name and renamed when everything succeeded: the bytes are the same for any
+`num_workers`. The parent process only plans units and appends the workers' part files; it never
+reads text nor imports TensorFlow.
 """
 
 import dataclasses
@@ -14,15 +18,15 @@ import os
 import shutil
 import signal
 
-from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_outputs
-from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker
+from tfrecord_tools.pretraining_units import DEFAULT_UNIT_BYTES, open_binary, plan_units, read_unit
 from tfrecord_tools.progress import LimitedWarnings, Progress
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PretrainingDataOptions:
-    """Google's create_pretraining_data.py flags, plus the scaling knobs."""
+    """Google's create_pretraining_data.py flags, plus the scaling knobs and dynamic masking."""
 
     vocab_file: str
     do_lower_case: bool = True
@@ -34,11 +38,14 @@ class PretrainingDataOptions:
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
     num_workers: int = 1
-    documents_per_unit: int = 256
+    unit_bytes: int = DEFAULT_UNIT_BYTES
+    dynamic_masking: bool = False
 
 
 @dataclasses.dataclass
 class Summary:
+    units: int = 0
+    text_bytes: int = 0
     documents: int = 0
     empty_documents: int = 0
     bad_lines: int = 0
@@ -53,138 +60,119 @@ class Summary:
 
     def lines(self):
         instances = max(self.instances, 1)
+        masked = f"{self.masked_tokens / max(self.tokens, 1):.4f}" if self.masked_tokens else "none (dynamic masking)"
         return [
-            f"documents: {self.documents} (skipped: {self.empty_documents} empty, {self.bad_lines} lines not UTF-8)",
+            f"documents: {self.documents} in {self.units} units of text "
+            f"(skipped: {self.empty_documents} empty, {self.bad_lines} lines not UTF-8)",
             f"instances: {self.instances}",
             f"tokens: {self.tokens} (mean length {self.tokens / instances:.1f})",
-            f"masked fraction: {self.masked_tokens / max(self.tokens, 1):.4f}",
+            f"masked fraction: {masked}",
             f"random-next share: {self.random_next / instances:.4f}",
         ]
 
 
-def iter_documents(paths, warn):
-    """Yields documents (lists of sentence strings): one sentence per line, blank line between
-    documents. A line that is not UTF-8 is skipped with a warning naming file and line."""
-    bad_lines = 0
-    warnings = LimitedWarnings(warn)
-    for path in paths:
-        document = []
-        with open(path, "rb") as reader:
-            for line_number, raw in enumerate(reader, start=1):
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as error:
-                    bad_lines += 1
-                    warnings(f"{path}:{line_number}: skipped, not UTF-8 ({error.reason} at byte {error.start})")
-                    continue
-                if line:
-                    document.append(line)
-                elif document:
-                    yield document, bad_lines
-                    document, bad_lines = [], 0
-        # A file ends a document, as in Google's reader.
-        if document:
-            yield document, bad_lines
-            document, bad_lines = [], 0
-        warnings.finish(path, "lines (not UTF-8)")
+class UnitMaker:
+    """What every worker holds: the tokenizer and the instance maker, built once (TensorFlow is
+    imported here, in the worker)."""
+
+    def __init__(self, options):
+        from tfrecord_tools import feature_specs  # noqa: PLC0415 -- TensorFlow loads per worker
+        from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker  # noqa: PLC0415
+        from tfrecord_tools.tokenization import FullTokenizer  # noqa: PLC0415
+
+        self.options = options
+        self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
+        vocab = self.tokenizer.vocab
+        for token in ("[CLS]", "[SEP]", "[MASK]"):
+            if token not in vocab:
+                raise UsageError(f"{options.vocab_file}: has no {token} token; BERT pretraining needs it")
+        self.maker = PretrainingInstanceMaker(
+            vocab_size=len(self.tokenizer.inv_vocab),
+            cls_id=vocab["[CLS]"],
+            sep_id=vocab["[SEP]"],
+            mask_id=vocab["[MASK]"],
+            continuation_ids=[i for i, token in self.tokenizer.inv_vocab.items() if token.startswith("##")],
+            max_seq_length=options.max_seq_length,
+            max_predictions_per_seq=options.max_predictions_per_seq,
+            masked_lm_prob=options.masked_lm_prob,
+            short_seq_prob=options.short_seq_prob,
+            do_whole_word_mask=options.do_whole_word_mask,
+        )
+        if options.dynamic_masking:
+            self.spec = feature_specs.dynamic_pretraining_spec(options.max_seq_length)
+        else:
+            self.spec = feature_specs.pretraining_spec(options.max_seq_length, options.max_predictions_per_seq)
+        self._to_bytes = feature_specs.examples_to_bytes
+
+    def make(self, unit, warn=None, opener=open_binary):
+        """(serialized tf.train.Examples of `unit`, in order; its `Summary`)."""
+        options = self.options
+        documents, bad_lines = read_unit(unit, warn, opener)
+        sentences = [sentence for document in documents for sentence in document]
+        ids = self.tokenizer.tokenize_to_ids(sentences)
+        tokenized, start = [], 0
+        for document in documents:
+            tokenized.append([sentence for sentence in ids[start : start + len(document)] if sentence])
+            start += len(document)
+        summary = Summary(units=1, text_bytes=unit.end - unit.start, documents=len(documents), bad_lines=bad_lines)
+        summary.empty_documents = sum(1 for document in tokenized if not document)
+        features = self.maker.instances_from_documents(
+            tokenized, options.random_seed, unit.index, options.dupe_factor, masked=not options.dynamic_masking
+        )
+        records = self._to_bytes(features, self.spec)
+        summary.instances = len(records)
+        summary.tokens = int(features["input_mask"].sum())
+        summary.masked_tokens = int(features["masked_lm_weights"].sum()) if "masked_lm_weights" in features else 0
+        summary.random_next = int(features["next_sentence_labels"].sum())
+        return records, summary
 
 
-def count_documents(paths):
-    """Number of documents, for the progress estimate (a fast byte-level pass)."""
-    total = 0
-    for path in paths:
-        in_document = False
-        with open(path, "rb") as reader:
-            for raw in reader:
-                if raw.strip():
-                    in_document = True
-                elif in_document:
-                    total += 1
-                    in_document = False
-        total += in_document
-    return total
+def check_vocab(vocab_file):
+    """Before any work (and without TensorFlow): the vocabulary has BERT's special tokens."""
+    with open_binary(vocab_file) as reader:
+        tokens = {line.decode("utf-8", "replace").strip() for line in reader}
+    for token in ("[CLS]", "[SEP]", "[MASK]"):
+        if token not in tokens:
+            raise UsageError(f"{vocab_file}: has no {token} token; BERT pretraining needs it")
 
 
 _WORKER = {}
 
 
 def _init_worker(options, in_pool=False):
-    """Builds the tokenizer and instance maker once per process (and per set of options). Pool
-    workers ignore Ctrl-C: the parent stops them, so one line is printed, not one per worker."""
+    """Builds the unit maker once per process. Pool workers ignore Ctrl-C (the parent stops them,
+    so one line is printed, not one per worker) and keep TensorFlow to one thread, one per core."""
     if in_pool:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if _WORKER.get("options") == options:
-        return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from tfrecord_tools.tokenization import FullTokenizer  # noqa: PLC0415 -- TF loads per process
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow as tf  # noqa: PLC0415
 
-    tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
-    vocab = tokenizer.vocab
-    for token in ("[CLS]", "[SEP]", "[MASK]"):
-        if token not in vocab:
-            raise ValueError(f"{options.vocab_file}: has no {token} token; BERT pretraining needs it")
-    maker = PretrainingInstanceMaker(
-        vocab_size=len(tokenizer.inv_vocab),
-        cls_id=vocab["[CLS]"],
-        sep_id=vocab["[SEP]"],
-        mask_id=vocab["[MASK]"],
-        continuation_ids=[i for i, token in tokenizer.inv_vocab.items() if token.startswith("##")],
-        max_seq_length=options.max_seq_length,
-        max_predictions_per_seq=options.max_predictions_per_seq,
-        masked_lm_prob=options.masked_lm_prob,
-        short_seq_prob=options.short_seq_prob,
-        do_whole_word_mask=options.do_whole_word_mask,
-    )
-    _WORKER.update(options=options, tokenizer=tokenizer, maker=maker)
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    if _WORKER.get("options") != options:
+        _WORKER.update(options=options, maker=UnitMaker(options))
 
 
 def _process_unit(task):
-    """Makes one unit's examples and writes them to part files, one per output file: record k of
-    unit u goes to output (k + u) mod n. Returns (part paths, or None where empty; Summary)."""
+    """Makes one unit's records and writes them to part files, one per output file: record k of
+    unit u goes to output (k + u) mod n. Returns (part paths, or None where empty; Summary; bad lines)."""
     import tensorflow as tf  # noqa: PLC0415
 
-    unit_index, documents, bad_lines, part_prefix, num_outputs = task
-    options, tokenizer, maker = _WORKER["options"], _WORKER["tokenizer"], _WORKER["maker"]
-    sentences = [sentence for document in documents for sentence in document]
-    ids = tokenizer.tokenize_to_ids(sentences)
-    tokenized, start = [], 0
-    for document in documents:
-        tokenized.append([sentence for sentence in ids[start : start + len(document)] if sentence])
-        start += len(document)
-    summary = Summary(documents=len(documents), bad_lines=bad_lines)
-    summary.empty_documents = sum(1 for document in tokenized if not document)
-    features = maker.instances_from_documents(tokenized, options.random_seed, unit_index, options.dupe_factor)
-    spec = feature_specs.pretraining_spec(options.max_seq_length, options.max_predictions_per_seq)
-    records = feature_specs.examples_to_bytes(features, spec)
-    summary.instances = len(records)
-    summary.tokens = int(features["input_mask"].sum())
-    summary.masked_tokens = int(features["masked_lm_weights"].sum())
-    summary.random_next = int(features["next_sentence_labels"].sum())
+    unit, part_prefix, num_outputs = task
+    warnings = []
+    records, summary = _WORKER["maker"].make(unit, warn=warnings.append)
     parts = []
     for output_index in range(num_outputs):
-        mine = records[(output_index - unit_index) % num_outputs :: num_outputs]
+        mine = records[(output_index - unit.index) % num_outputs :: num_outputs]
         if not mine:
             parts.append(None)
             continue
-        path = f"{part_prefix}.unit{unit_index:08d}.part{output_index}"
+        path = f"{part_prefix}.unit{unit.index:08d}.part{output_index}"
         with tf.io.TFRecordWriter(path) as writer:
             for record in mine:
                 writer.write(record)
         parts.append(path)
-    return parts, summary
-
-
-def _units(paths, documents_per_unit, warn):
-    unit, bad = [], 0
-    index = 0
-    for document, bad_lines in iter_documents(paths, warn):
-        unit.append(document)
-        bad += bad_lines
-        if len(unit) == documents_per_unit:
-            yield index, unit, bad
-            index, unit, bad = index + 1, [], 0
-    if unit or bad:
-        yield index, unit, bad
+    return parts, summary, warnings
 
 
 def create_pretraining_data(input_paths, output_files, options, log=print, progress_seconds=5.0, warn=None):
@@ -192,21 +180,19 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
     and no part file is left behind.
 
     Workers write each unit to part files next to the outputs (TFRecord files concatenate), so
-    only file names and summaries cross process boundaries; the parts are appended in unit order.
+    only unit descriptions, file names and summaries cross process boundaries; the parent appends
+    the parts in unit order.
     """
-    total_documents = count_documents(input_paths)
-    if not total_documents:
-        raise ValueError(
-            f"{', '.join(input_paths)}: hold no text (documents are non-blank lines, a blank line "
-            "between documents); check --input_file"
-        )
+    check_vocab(options.vocab_file)
+    units = plan_units(input_paths, options.unit_bytes)
+    total_bytes = sum(unit.end - unit.start for unit in units)
+    if not total_bytes:
+        raise UsageError(f"{', '.join(input_paths)}: hold no text; check --input_file")
+    warnings = LimitedWarnings(warn or log)
     summary = Summary()
     with atomic_outputs(output_files) as temporaries:
         part_prefix = temporaries[0]
-        tasks = (
-            (index, unit, bad, part_prefix, len(output_files))
-            for index, unit, bad in _units(input_paths, options.documents_per_unit, warn=warn or log)
-        )
+        tasks = ((unit, part_prefix, len(output_files)) for unit in units)
         outputs = [open(path, "wb") for path in temporaries]
         pool = None
         try:
@@ -219,15 +205,19 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
             else:
                 _init_worker(options)
                 results = map(_process_unit, tasks)
-            progress = Progress(total_documents, "documents", log, progress_seconds)
-            for parts, unit_summary in results:
+            progress = Progress(total_bytes >> 20, "MB of text", log, progress_seconds)
+            for parts, unit_summary, unit_warnings in results:
                 for output, part in zip(outputs, parts):
                     if part is not None:
                         with open(part, "rb") as reader:
                             shutil.copyfileobj(reader, output, 1 << 22)
                         os.remove(part)
+                for message in unit_warnings:
+                    warnings(message)
                 summary.add(unit_summary)
-                progress.update(summary.documents, f"instances {summary.instances}")
+                progress.update(summary.text_bytes >> 20, f"instances {summary.instances}")
+            if not summary.documents:
+                raise UsageError(f"{', '.join(input_paths)}: hold no text (only blank lines); check --input_file")
         finally:
             if pool is not None:
                 pool.terminate()  # no-op after a complete run; stops the workers after an error or a signal
@@ -236,4 +226,5 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
                 output.close()
             for leftover in glob.glob(glob.escape(part_prefix) + ".unit*"):
                 os.remove(leftover)
+    warnings.finish(", ".join(input_paths), "lines (not UTF-8)")
     return summary

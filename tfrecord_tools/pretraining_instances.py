@@ -43,12 +43,14 @@ class PretrainingInstanceMaker:
         self.short_seq_prob = short_seq_prob
         self.do_whole_word_mask = do_whole_word_mask
 
-    def instances_from_documents(self, documents, seed, unit_index, dupe_factor):
+    def instances_from_documents(self, documents, seed, unit_index, dupe_factor, masked=True):
         """All instances of `documents` (one unit), `dupe_factor` passes, shuffled as Google does.
 
         Returns Google's features as numpy arrays, one row per instance: `input_ids`,
         `input_mask`, `segment_ids` [N, max_seq_length], `masked_lm_positions`, `masked_lm_ids`,
-        `masked_lm_weights` [N, max_predictions_per_seq], `next_sentence_labels` [N, 1].
+        `masked_lm_weights` [N, max_predictions_per_seq], `next_sentence_labels` [N, 1]. With
+        `masked=False` (dynamic masking) the ids stay unmasked and `mlm_candidates` [N, T] and
+        `mask_token_id` [N, 1] replace the masked-LM features (see `feature_specs`).
         """
         rng = random.Random(seed * 1_000_003 + unit_index)
         documents = [document for document in documents if document]
@@ -60,7 +62,8 @@ class PretrainingInstanceMaker:
         rng.shuffle(pairs)
         np_rng = np.random.default_rng([seed, unit_index])
         # Chunks keep the working arrays in cache: several times faster on large units.
-        chunks = [self._features(pairs[i : i + _CHUNK], np_rng) for i in range(0, max(len(pairs), 1), _CHUNK)]
+        make = self._features if masked else self._unmasked_features
+        chunks = [make(pairs[i : i + _CHUNK], np_rng) for i in range(0, max(len(pairs), 1), _CHUNK)]
         return {name: np.concatenate([chunk[name] for chunk in chunks]) for name in chunks[0]}
 
     def _instances_from_document(self, documents, document_index, rng):
@@ -130,9 +133,10 @@ class PretrainingInstanceMaker:
             trimmed.append(tokens[front : len(tokens) - (drops - front)])
         return trimmed
 
-    def _features(self, pairs, np_rng):
-        """Packs [CLS] A [SEP] B [SEP] and masks, vectorised over all instances of a unit."""
-        count, length, predictions = len(pairs), self.max_seq_length, self.max_predictions_per_seq
+    def _pack(self, pairs):
+        """[CLS] A [SEP] B [SEP], vectorised: input_ids, input_mask, segment_ids, the lengths and
+        where masks may go."""
+        count, length = len(pairs), self.max_seq_length
         lengths_a = np.fromiter((len(pair[0]) for pair in pairs), np.int64, count)
         lengths = lengths_a + np.fromiter((len(pair[1]) for pair in pairs), np.int64, count) + 3
         cls, sep = (self.cls_id,), (self.sep_id,)
@@ -149,6 +153,34 @@ class PretrainingInstanceMaker:
         input_ids[input_mask == 1] = flat  # row-major order: each row's tokens in turn
         segment_ids = ((columns >= lengths_a[:, None] + 2) & (input_mask == 1)).astype(np.int64)
         is_candidate = (input_mask == 1) & (input_ids != self.cls_id) & (input_ids != self.sep_id)
+        return input_ids, input_mask, segment_ids, lengths, is_candidate
+
+    def _word_starts(self, input_ids, is_candidate):
+        """A word starts at every candidate that is not a ## piece following another candidate. A
+        ## piece right after [CLS] or [SEP] (its start truncated away) is a word of its own;
+        Google's loop would join it to the word before the [SEP], across the segments."""
+        follows_candidate = np.zeros_like(is_candidate)
+        follows_candidate[:, 1:] = is_candidate[:, :-1]
+        return is_candidate & ~(self.is_continuation[input_ids] & follows_candidate)
+
+    def _unmasked_features(self, pairs, np_rng):
+        """For dynamic masking: the packed ids unmasked, and per token 0 (never masked: [CLS],
+        [SEP], padding), 1 (the first piece of a word) or 2 (a later piece of that word)."""
+        input_ids, input_mask, segment_ids, _, is_candidate = self._pack(pairs)
+        starts = self._word_starts(input_ids, is_candidate)
+        return {
+            "input_ids": input_ids,
+            "input_mask": input_mask,
+            "segment_ids": segment_ids,
+            "next_sentence_labels": np.array([int(pair[2]) for pair in pairs], np.int64).reshape(len(pairs), 1),
+            "mlm_candidates": np.where(starts, 1, np.where(is_candidate, 2, 0)).astype(np.int64),
+            "mask_token_id": np.full((len(pairs), 1), self.mask_id, np.int64),
+        }
+
+    def _features(self, pairs, np_rng):
+        """Packs [CLS] A [SEP] B [SEP] and masks, vectorised over all instances of a unit."""
+        count, length, predictions = len(pairs), self.max_seq_length, self.max_predictions_per_seq
+        input_ids, input_mask, segment_ids, lengths, is_candidate = self._pack(pairs)
         # Python's round() (half to even) as in Google's code; np.round agrees.
         num_to_predict = np.minimum(predictions, np.maximum(1, np.round(lengths * self.masked_lm_prob)))
         num_to_predict = num_to_predict.astype(np.int64)
@@ -162,8 +194,9 @@ class PretrainingInstanceMaker:
                 smallest = np.argpartition(keys, predictions - 1, axis=1)[:, :predictions]
                 order = np.argsort(np.take_along_axis(keys, smallest, axis=1), axis=1)
                 positions = np.take_along_axis(smallest, order, axis=1)
-            else:
-                positions = np.argsort(keys, axis=1)[:, :predictions]
+            else:  # more prediction slots than tokens (Google's accepts that): pad the unused ones
+                positions = np.argsort(keys, axis=1)
+                positions = np.pad(positions, ((0, 0), (0, predictions - length)), constant_values=length)
             positions = np.where(np.arange(predictions)[None, :] < num_to_predict[:, None], positions, length)
         positions = np.sort(positions, axis=1)
         valid = positions < length
@@ -190,12 +223,7 @@ class PretrainingInstanceMaker:
         """Google's whole-word rule: words in random order; a word that would overshoot the
         budget is skipped, not split. Returns [N, P] positions, `length` where unused."""
         count, length = input_ids.shape
-        # A word starts at every candidate that is not a ## piece following another candidate. A
-        # ## piece right after [CLS] or [SEP] (its start truncated away) is a word of its own;
-        # Google's loop would join it to the word before the [SEP], across the segments.
-        follows_candidate = np.zeros_like(is_candidate)
-        follows_candidate[:, 1:] = is_candidate[:, :-1]
-        starts = is_candidate & ~(self.is_continuation[input_ids] & follows_candidate)
+        starts = self._word_starts(input_ids, is_candidate)
         positions = np.full((count, self.max_predictions_per_seq), length, np.int64)
         for row in range(count):
             word_starts = np.flatnonzero(starts[row])

@@ -12,6 +12,7 @@ import json
 import numpy as np
 
 from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_output
 
 FIRST_UNIQUE_ID = 1000000000
@@ -75,7 +76,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative, warn=p
     except FileNotFoundError:
         raise FileNotFoundError(f"{input_file}: no such file; check --train_file / --predict_file") from None
     except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise ValueError(f'{input_file}: not a SQuAD JSON file ({error}); it needs {{"data": [...]}}') from None
+        raise UsageError(f'{input_file}: not a SQuAD JSON file ({error}); it needs {{"data": [...]}}') from None
     examples, skipped = [], 0
     for article in data:
         for paragraph in article["paragraphs"]:
@@ -92,7 +93,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative, warn=p
                         example.orig_answer_text = ""
                     else:
                         if not qa.get("answers"):
-                            raise ValueError(
+                            raise UsageError(
                                 f"{input_file}: question {qa['id']} has no answer and is not marked "
                                 "is_impossible; pass --version_2_with_negative for SQuAD 2.0 files"
                             )

@@ -12,6 +12,7 @@ import numpy as np
 
 from tfrecord_tools import feature_specs
 from tfrecord_tools.classification_data import pack_pairs
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.progress import LimitedWarnings
 
 NUM_CHOICES = 4
@@ -44,7 +45,7 @@ class SwagReader:
             rows = csv.DictReader(reader)
             missing = [column for column in _COLUMNS if column not in (rows.fieldnames or [])]
             if missing:
-                raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected the swagaf CSV header")
+                raise UsageError(f"{path}: missing column(s) {', '.join(missing)}; expected the swagaf CSV header")
             for line_number, row in enumerate(rows, start=2):
                 if any(row.get(column) is None for column in _COLUMNS):
                     self._skip(path, line_number, "too few columns")

@@ -9,6 +9,7 @@ import re
 import tensorflow as tf
 
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer, load_vocab_list
+from tfrecord_tools.errors import UsageError
 
 
 def convert_to_unicode(text):
@@ -17,7 +18,7 @@ def convert_to_unicode(text):
         return text.decode("utf-8", "ignore")
     if isinstance(text, str):
         return text
-    raise ValueError(f"Unsupported string type: {type(text)}")
+    raise UsageError(f"Unsupported string type: {type(text)}")
 
 
 class FullTokenizer:
@@ -77,10 +78,10 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     }
     cased = {"cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16", "multi_cased_L-12_H-768_A-12"}
     if name in lower_cased and not do_lower_case:
-        raise ValueError(
+        raise UsageError(
             f"{init_checkpoint}: {name} is a lower-cased model but --do_lower_case=False; pass --do_lower_case=True"
         )
     if name in cased and do_lower_case:
-        raise ValueError(
+        raise UsageError(
             f"{init_checkpoint}: {name} is a cased model but --do_lower_case=True; pass --do_lower_case=False"
         )

@@ -10,6 +10,7 @@ import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.progress import LimitedWarnings
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -50,16 +51,22 @@ def count_words(lines, do_lower_case=True, batch_size=4096):
 
 
 def build_wordpiece_vocab(
-    lines, vocab_size, do_lower_case=True, reserved_tokens=RESERVED_TOKENS, min_count=2, source="the input"
+    lines, vocab_size, do_lower_case=True, reserved_tokens=RESERVED_TOKENS, min_count=2, source="the input", log=None
 ):
     """Learns a WordPiece vocabulary of at most `vocab_size` tokens, reserved tokens first.
 
     tensorflow-text's learner searches a count threshold for a vocabulary near its target, but
     the characters it must keep (each alone and as a `##` piece) and its few search steps can
     overshoot, by half on small corpora: the target is lowered until the result fits."""
+    log = log or (lambda message: None)
     counts = count_words(lines, do_lower_case=do_lower_case)
     if not counts:
-        raise ValueError(f"{source}: holds no words to learn a vocabulary from; check --input_file")
+        raise UsageError(f"{source}: holds no words to learn a vocabulary from; check --input_file")
+    frequent = sum(1 for count in counts.values() if count >= min_count)
+    log(
+        f"{len(counts)} distinct words ({frequent} seen at least --min_count={min_count} times); learning a "
+        f"WordPiece vocabulary of at most {vocab_size} tokens (tensorflow-text's learner)"
+    )
     items = sorted(counts.items())
     target, best = vocab_size, None
     for _ in range(5):
@@ -75,9 +82,15 @@ def build_wordpiece_vocab(
             if target <= len(reserved_tokens) + 1:
                 break
             target = max(len(reserved_tokens) + 1, int(target * vocab_size / len(vocab) * 0.97))
+        log(f"the learner gave {len(vocab)} tokens; trying again for {target}")
     if best is None:
-        raise ValueError(
+        raise UsageError(
             f"--vocab_size={vocab_size} is too small for this corpus: its characters alone need "
             f"{len(vocab)} tokens; raise --vocab_size (or lower --min_count)"
+        )
+    if len(best) < 0.9 * vocab_size:
+        log(
+            f"warning: only {len(best)} tokens, fewer than --vocab_size={vocab_size}: the corpus has too few words "
+            f"seen --min_count={min_count} times for more; lower --min_count or add text"
         )
     return list(best)

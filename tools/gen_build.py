@@ -42,6 +42,8 @@ LARGE_TESTS = {
     "test_signals",
     "test_cli_logs",
     "test_task_contract",
+    "test_dynamic_masking",
+    "test_pretraining_beam",
 }
 MANUAL_TESTS = {"test_acceptance"}
 

@@ -131,6 +131,11 @@ def weight_table(model):
 
 def resolve_checkpoint_prefix(path):
     """`bert_model.ckpt` prefix, a directory holding one, or a `.index` file -> the prefix."""
+    if str(path).endswith((".safetensors", ".bin", ".h5", ".pt")) and os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{path}: not a TensorFlow checkpoint; convert Hugging Face weights first: "
+            "python convert_hf_checkpoint.py --hf_dir=DIR --output_dir=OUT, then pass OUT/bert_model.ckpt"
+        )
     if path.endswith(".index"):
         path = path[: -len(".index")]
     if os.path.isdir(path):

@@ -114,6 +114,11 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         begin, end = entry["data_offsets"]
+        if end > len(body):
+            raise CheckpointMismatchError(
+                f"{path}: truncated ({len(data)} bytes, its header needs {8 + header_size + end}): an interrupted "
+                "download? fetch the file again"
+            )
         if entry["dtype"] == "BF16":
             import ml_dtypes  # noqa: PLC0415 -- shipped with TensorFlow; only bf16 files need it
 
@@ -175,6 +180,19 @@ def hf_to_google_names(tensors, source="model.safetensors"):
     return converted
 
 
+def check_weights_fit(config, weights, source):
+    """The weights' shapes (Google's names) against the config they come with."""
+    from keras_bert_impl.checkpoints.init_checkpoint import implied_config  # noqa: PLC0415
+
+    implied = implied_config({name: (name, np.shape(value)) for name, value in weights.items()})
+    differ = {key: value for key, value in implied.items() if getattr(config, key) != value}
+    if differ:
+        raise CheckpointMismatchError(
+            f"{source}: its weights have {', '.join(f'{k}={v}' for k, v in differ.items())} but its config.json says "
+            f"{', '.join(f'{k}={getattr(config, k)}' for k in differ)}; the files come from different models"
+        )
+
+
 def load_hf_directory(directory):
     """(BertConfig, {google_name: array}) from a directory with `config.json` + `model.safetensors`."""
     config_path = os.path.join(directory, "config.json")
@@ -190,4 +208,6 @@ def load_hf_directory(directory):
         except json.JSONDecodeError as error:
             raise BertConfigError(f"{config_path}: not valid JSON ({error})") from None
     config = hf_config_to_bert_config(values, source=config_path)
-    return config, hf_to_google_names(read_safetensors(weights_path), source=weights_path)
+    weights = hf_to_google_names(read_safetensors(weights_path), source=weights_path)
+    check_weights_fit(config, weights, directory)
+    return config, weights

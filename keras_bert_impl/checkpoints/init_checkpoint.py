@@ -102,13 +102,32 @@ def is_object_based(prefix):
     return "_CHECKPOINTABLE_OBJECT_GRAPH" in tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
 
 
+def _head_mismatch(prefix, error):
+    """The encoder was checked against the config before: a shape that differs now is a head's."""
+    match = re.search(
+        r"shape (\([^)]*\)) when attempting to restore variable with shape (\([^)]*\)) and name "
+        r"([\w/]+)",
+        str(error),
+    )
+    if not match:
+        return CheckpointMismatchError(f"{prefix}: does not fit the model ({str(error).splitlines()[0]})")
+    theirs, ours, name = match.groups()
+    return CheckpointMismatchError(
+        f"{prefix}: its {name} has shape {theirs}, this model's {ours}: a head of another size; pass the labels "
+        "(--label_names / --num_labels) or --model_type it was trained with"
+    )
+
+
 def initialize_from_checkpoint(model, path):
     """Loads `path` (prefix or directory) into `model`; returns the `LoadReport`."""
     prefix = resolve_checkpoint_prefix(path)
     if not is_object_based(prefix):
         return load_google_checkpoint(model, prefix)
     # A checkpoint of this very kind of model (a fine-tuned classifier for its export): all of it.
-    status = tf.train.Checkpoint(model=model).restore(prefix)
+    try:
+        status = tf.train.Checkpoint(model=model).restore(prefix)
+    except ValueError as error:
+        raise _head_mismatch(prefix, error) from None
     try:
         status.expect_partial().assert_existing_objects_matched()
         return LoadReport(loaded=[v.path for v in model.weights], initialized=[], unused=[])

@@ -5,6 +5,7 @@ import json
 import os
 
 from keras_bert_impl.errors import BertConfigError
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_output
 
 # Activations a config may name. "gelu" is the tanh approximation, as in Google's modeling.py and
@@ -81,7 +82,7 @@ class BertConfig:
     def check_max_seq_length(self, max_seq_length, source="bert_config.json"):
         """Every runner's check: the packed sequence must fit the position embeddings."""
         if max_seq_length > self.max_position_embeddings:
-            raise ValueError(
+            raise UsageError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="
                 f"{self.max_position_embeddings} in {source}; lower --max_seq_length"
             )
@@ -89,7 +90,7 @@ class BertConfig:
     def check_vocab_size(self, vocab_size, vocab_file, source="bert_config.json"):
         """A vocab.txt of another model would train and serve silently wrong ids."""
         if vocab_size != self.vocab_size:
-            raise ValueError(
+            raise UsageError(
                 f"{vocab_file}: has {vocab_size} tokens but {source} says vocab_size={self.vocab_size}; "
                 "use the vocab.txt released with the model"
             )
@@ -101,6 +102,11 @@ class BertConfig:
             raise BertConfigError(f"{source}: expected a JSON object of BERT hyper-parameters")
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known - _IGNORED_GOOGLE_KEYS)
+        if unknown and {"model_type", "architectures", "_name_or_path", "transformers_version"} & set(values):
+            raise BertConfigError(
+                f"{source}: a Hugging Face config.json, not Google's bert_config.json; convert the model first: "
+                "python convert_hf_checkpoint.py --hf_dir=DIR --output_dir=OUT"
+            )
         if unknown:
             raise BertConfigError(
                 f"{source}: unknown key(s) {', '.join(unknown)}; a bert_config.json holds only "

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrecord_tools.classification_data import pack_pairs
+from tfrecord_tools.errors import UsageError
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -31,7 +32,7 @@ def extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length
     num_layers = encoder.bert_config.num_hidden_layers
     for index in layer_indexes:
         if not -num_layers <= index < num_layers:
-            raise ValueError(f"--layers: {index} is outside the model's {num_layers} layers")
+            raise UsageError(f"--layers: {index} is outside the model's {num_layers} layers")
     ids_a = tokenizer.tokenize_to_ids([a for a, _ in examples])
     ids_b = tokenizer.tokenize_to_ids([b or "" for _, b in examples])
     ids_b = [ids if b is not None else None for ids, (_, b) in zip(ids_b, examples)]
@@ -79,23 +80,31 @@ def run_extract_features(
     from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
     from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
     from keras_bert_impl.models.bert_encoder import BertEncoder  # noqa: PLC0415
-    from tfrecord_tools.files import atomic_output, check_readable_file, check_writable  # noqa: PLC0415
+    from tfrecord_tools.files import (  # noqa: PLC0415
+        atomic_output,
+        check_outputs_distinct,
+        check_readable_file,
+        check_text_files,
+        check_writable,
+    )
     from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
 
     try:
         layer_indexes = [int(x) for x in layers.split(",")]
     except ValueError:
-        raise ValueError(f"--layers={layers}: expected a comma list of integers such as -1,-2,-3,-4") from None
+        raise UsageError(f"--layers={layers}: expected a comma list of integers such as -1,-2,-3,-4") from None
     check_readable_file(input_file, "--input_file", "text file")
     check_readable_file(vocab_file, "--vocab_file", "vocab.txt")
     check_writable(output_file, "--output_file")
+    check_outputs_distinct([output_file], [input_file, vocab_file])
+    check_text_files([input_file], "--input_file")
     config = BertConfig.from_json_file(bert_config_file)
     config.check_max_seq_length(max_seq_length, bert_config_file)
     validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     if init_checkpoint:
         check_init_checkpoint(init_checkpoint, config, bert_config_file)
     elif not allow_random_weights:
-        raise ValueError(
+        raise UsageError(
             "no --init_checkpoint: the features would come from random weights; pass --init_checkpoint "
             "(or --allow_random_weights)"
         )
@@ -105,11 +114,16 @@ def run_extract_features(
     encoder = BertEncoder.from_bert_config(config)
     for index in layer_indexes:  # before the work, not during it
         if not -config.num_hidden_layers <= index < config.num_hidden_layers:
-            raise ValueError(f"--layers: {index} is outside the model's {config.num_hidden_layers} layers")
+            raise UsageError(f"--layers: {index} is outside the model's {config.num_hidden_layers} layers")
     if init_checkpoint:
         log(f"init_checkpoint {init_checkpoint}: {initialize_from_checkpoint(encoder, init_checkpoint).summary()}")
+    from tfrecord_tools.progress import Progress  # noqa: PLC0415
+
+    progress = Progress(len(examples), "examples", log)
     with atomic_output(output_file) as writer:
-        for record in extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length, batch_size):
+        records = extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length, batch_size)
+        for done, record in enumerate(records, start=1):
             writer.write(json.dumps(record) + "\n")
+            progress.update(done)
     log(f"wrote {output_file}: {len(examples)} examples")
     return len(examples)

@@ -14,10 +14,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
+from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
 from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_output, check_readable_file, check_writable, exists
 
 
@@ -42,7 +43,7 @@ class FineTuningRun(RunSetup):
         from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
 
         if not (options.do_train or options.do_eval or options.do_predict):
-            raise ValueError("at least one of --do_train, --do_eval or --do_predict must be True")
+            raise UsageError("at least one of --do_train, --do_eval or --do_predict must be True")
         check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
         validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
         if options.export_dir:
@@ -52,7 +53,7 @@ class FineTuningRun(RunSetup):
                     f"{options.export_dir}: already exists; pass --force to replace it (or choose another --export_dir)"
                 )
         if options.num_train_epochs <= 0 and options.do_train:
-            raise ValueError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
+            raise UsageError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
         super().__init__(options, log)
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
         self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
@@ -77,10 +78,6 @@ class FineTuningRun(RunSetup):
         elif not self.options.init_checkpoint:
             self.log_warning("no checkpoint in --output_dir and no --init_checkpoint: using random weights")
 
-    def log_warning(self, message):
-        warn = getattr(self.log, "warning", None)
-        (warn or self.log)(f"warning: {message}" if warn is None else message)
-
     # ---- training and prediction ----------------------------------------------------------------
 
     def train(self, path, num_train_steps, eval_schedule=None):
@@ -98,12 +95,14 @@ class FineTuningRun(RunSetup):
             seed=options.random_seed,
         )
         self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
-        return self.trainer.train(dataset, num_train_steps, options.train_batch_size, eval_schedule=eval_schedule)
+        with reading([path]):
+            return self.trainer.train(dataset, num_train_steps, options.train_batch_size, eval_schedule=eval_schedule)
 
     def read_features(self, path, is_training=False):
         spec = self.task.feature_spec(is_training=is_training)
         feature_specs.check_records_match(path, spec, lengths_are_flags=False)
-        return feature_specs.read_tfrecord(path, spec)
+        with reading([path]):
+            return feature_specs.read_tfrecord(path, spec)
 
     def predict(self, features, batch_size):
         """Model outputs for numpy `features`, as numpy arrays in input order."""

@@ -25,7 +25,12 @@ def ner_data(run, data_dir, max_train_sentences=None, seed=12345):
     if max_train_sentences:
         return _subsampled_conll(run, data_dir, max_train_sentences, seed)
     write_conll_data(
-        data_dir, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=run.log
+        data_dir,
+        splits_wanted(options),
+        run.tokenizer,
+        options.max_seq_length,
+        options.output_dir,
+        warn=run.log_warning,
     )
     return FineTuningData.open(options.output_dir)
 
@@ -38,7 +43,7 @@ def _subsampled_conll(run, data_dir, max_train_sentences, seed):
     options = run.options
     staged = os.path.join(options.output_dir, "conll_sample")
     os.makedirs(staged, exist_ok=True)
-    reader = ConllReader(warn=run.log)
+    reader = ConllReader(warn=run.log_warning)
     for split, name in CONLL_FILES.items():
         source = os.path.join(data_dir, name)
         if split not in splits_wanted(options):
@@ -52,7 +57,7 @@ def _subsampled_conll(run, data_dir, max_train_sentences, seed):
                 writer.writelines(f"{word} _ _ {tag}\n" for word, tag in zip(sentence.words, sentence.labels))
                 writer.write("\n")
     write_conll_data(
-        staged, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=run.log
+        staged, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=run.log_warning
     )
     return FineTuningData.open(options.output_dir)
 

@@ -5,11 +5,61 @@ import os
 
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.tasks.pretraining import PretrainingTask
-from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
+from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
 from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import expand_file_patterns
+
+
+class PretrainingData:
+    """The TFRecords of one split: masked ones (Google's) as they are, unmasked ones
+    (--dynamic_masking) masked in tf.data every time they are read, with Google's rules."""
+
+    def __init__(self, files, task, options, setup, is_training):
+        self.files, self.options, self.setup, self.is_training = files, options, setup, is_training
+        self.dynamic = feature_specs.is_dynamic_pretraining(feature_specs.detect_feature_names(files[0]))
+        if self.dynamic:
+            if not 0 < options.masked_lm_prob <= 1:
+                raise UsageError(f"--masked_lm_prob={options.masked_lm_prob}: must be a probability in (0, 1]")
+            self.spec = feature_specs.dynamic_pretraining_spec(options.max_seq_length)
+            setup.log(f"{files[0]}: unmasked records: masking in tf.data (dynamic masking)")
+        else:
+            self.spec = task.feature_spec()
+            if options.do_whole_word_mask or options.masked_lm_prob != 0.15:
+                raise UsageError(
+                    f"{files[0]}: these records are masked already; --do_whole_word_mask and --masked_lm_prob "
+                    "apply to records made with create_pretraining_data --dynamic_masking"
+                )
+        feature_specs.check_records_match(files[0], self.spec, "pretraining records")
+        self.vocab_size = task.bert_config.vocab_size
+
+    def dataset(self, global_batch_size):
+        options, setup = self.options, self.setup
+        example_fn = None
+        if self.dynamic:
+            from tfrecord_tools.dynamic_masking import masker  # noqa: PLC0415
+
+            # Each worker's stream gets its own masks; evaluation always the same ones.
+            seed = options.random_seed * 1000 + setup.pipeline_id if self.is_training else 0
+            example_fn = masker(
+                self.vocab_size,
+                options.max_predictions_per_seq,
+                options.masked_lm_prob,
+                options.do_whole_word_mask,
+                seed,
+            )
+        return make_tfrecord_dataset(
+            self.files,
+            self.spec,
+            setup.per_pipeline_batch(global_batch_size),
+            self.is_training,
+            setup.pipeline_id,
+            setup.num_pipelines,
+            seed=options.random_seed if self.is_training else None,
+            example_fn=example_fn,
+        )
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -23,12 +73,15 @@ class PretrainingOptions(RunOptions):
     num_warmup_steps: int = 10000
     max_eval_steps: int = 100
     export_google_checkpoint: bool = True
+    # Dynamic masking (records from create_pretraining_data.py --dynamic_masking): Google's names.
+    masked_lm_prob: float = 0.15
+    do_whole_word_mask: bool = False
 
 
 def run_pretraining(options, log=print):
     """Trains and/or evaluates; returns a `RunResult` (the training history, the eval results)."""
     if not (options.do_train or options.do_eval):
-        raise ValueError("at least one of --do_train or --do_eval must be True")
+        raise UsageError("at least one of --do_train or --do_eval must be True")
     train_files = expand_file_patterns(options.input_file) if options.do_train else None
     eval_files = (
         expand_file_patterns(
@@ -40,23 +93,17 @@ def run_pretraining(options, log=print):
     )
     setup = RunSetup(options, log)
     task = PretrainingTask(setup.config, options.max_seq_length, options.max_predictions_per_seq)
-    # The records' lengths against the flags, before anything is built or written.
-    spec = task.feature_spec()
-    for files in (train_files, eval_files):
+    # The records' kind (masked, or unmasked for dynamic masking) and lengths against the flags,
+    # before anything is built or written.
+    datasets = {}
+    for name, files in (("train", train_files), ("eval", eval_files)):
         if files:
-            feature_specs.check_records_match(files[0], spec, "pretraining records")
+            datasets[name] = PretrainingData(files, task, options, setup, is_training=name == "train")
     model = setup.build(task, options.num_train_steps, options.num_warmup_steps)
     trainer = setup.trainer
 
     def eval_dataset():
-        return make_tfrecord_dataset(
-            eval_files,
-            spec,
-            setup.per_pipeline_batch(options.eval_batch_size),
-            False,
-            setup.pipeline_id,
-            setup.num_pipelines,
-        )
+        return datasets["eval"].dataset(options.eval_batch_size)
 
     schedule = (
         EvalSchedule(
@@ -67,16 +114,9 @@ def run_pretraining(options, log=print):
         else None
     )
     if options.do_train:
-        dataset = make_tfrecord_dataset(
-            train_files,
-            spec,
-            setup.per_pipeline_batch(options.train_batch_size),
-            True,
-            setup.pipeline_id,
-            setup.num_pipelines,
-            seed=options.random_seed,
-        )
-        result = trainer.train(dataset, options.num_train_steps, options.train_batch_size, eval_schedule=schedule)
+        dataset = datasets["train"].dataset(options.train_batch_size)
+        with reading(train_files + (eval_files or [])):
+            result = trainer.train(dataset, options.num_train_steps, options.train_batch_size, eval_schedule=schedule)
         if options.export_google_checkpoint and trainer.is_chief:
             prefix = save_google_checkpoint(model, os.path.join(options.output_dir, "bert_model.ckpt"))
             setup.config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
@@ -89,7 +129,8 @@ def run_pretraining(options, log=print):
         latest = trainer.restore_latest()
         if latest:
             log(f"evaluating {latest}")
-        results = trainer.record_evaluation(schedule)
+        with reading(eval_files):
+            results = trainer.record_evaluation(schedule)
     results.pop("step", None)
     results["global_step"] = trainer.global_step
     if trainer.is_chief:

@@ -10,6 +10,7 @@ from keras_bert_impl.evaluation.squad_postprocess import compute_predictions, wr
 from keras_bert_impl.runners.finetuning import FineTuningRun
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.training.run_setup import RunResult
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import check_readable_file
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_squad_data
 from tfrecord_tools.squad_data import FEATURES_SUFFIX, read_features_sidecar, read_squad_examples
@@ -37,8 +38,17 @@ def squad_data(
             ("max_query_length", max_query_length),
         ):
             if data.meta.get(key) != value:
-                raise ValueError(
+                raise UsageError(
                     f"{data_dir}/meta.json: made with {key}={data.meta.get(key)} but --{key}={value}; make them agree"
+                )
+        for split, wanted, flag in (
+            ("train", options.do_train, "--train_file"),
+            ("predict", options.do_predict, "--predict_file"),
+        ):
+            if wanted and not data.has(split):
+                raise UsageError(
+                    f"{data_dir}: was made without {flag}, so it has no {split}.tfrecord; rerun "
+                    f"create_finetuning_data with {flag} (or pass {flag} instead of --data_dir)"
                 )
         return data
     write_squad_data(
@@ -72,7 +82,7 @@ def run_squad(
     """With `data_dir` (create_finetuning_data's output) training reads its train.tfrecord and
     prediction its predict.tfrecord; the predict file is still read for the answers' text."""
     if options.do_eval:
-        raise ValueError(
+        raise UsageError(
             "--do_eval: run_squad evaluates with --do_predict when --predict_file has answers; use --do_predict"
         )
     if data_dir and not is_data_dir(data_dir):
@@ -81,14 +91,14 @@ def run_squad(
             "(or --train_file / --predict_file instead of --data_dir)"
         )
     if options.do_train and not (train_file or data_dir):
-        raise ValueError("--do_train needs --train_file (or --data_dir)")
+        raise UsageError("--do_train needs --train_file (or --data_dir)")
     if options.do_predict and not predict_file:
-        raise ValueError("--do_predict needs --predict_file (the answers' text comes from it)")
+        raise UsageError("--do_predict needs --predict_file (the answers' text comes from it)")
     for path, flag in ((train_file, "--train_file"), (predict_file, "--predict_file")):
         if path:
             check_readable_file(path, flag, "SQuAD JSON file")
     run = FineTuningRun(options, log)
-    warn = log if verbose_logging else (lambda message: None)
+    warn = run.log_warning if verbose_logging else (lambda message: None)
     data = squad_data(
         run, data_dir, train_file, predict_file, version_2_with_negative, doc_stride, max_query_length, warn
     )
@@ -113,7 +123,7 @@ def run_squad(
     if len(features) != len(arrays["input_ids"]) or (
         features and max(f.example_index for f in features) >= len(examples)
     ):
-        raise ValueError(
+        raise UsageError(
             f"{data.path('predict')}: its windows were not made from {predict_file}; pass the predict "
             "file the data directory was made from"
         )
@@ -156,10 +166,17 @@ def run_squad(
             evaluation[f"any_threshold_{key}"] = sweep[key]
         # The spans apart from the null decision: no null odds, so every question is answered.
         evaluation["best_non_null_HasAns_f1"] = evaluate_v2(dataset, answers)["HasAns_f1"]
-        log(
-            f"best --null_score_diff_threshold on this data: {sweep['best_f1_thresh']:.4f} (F1 {sweep['best_f1']:.2f}; "
-            f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold})"
-        )
+        all_null = 100.0 * evaluation.get("NoAns_total", 0) / max(evaluation["total"], 1)
+        if sweep["best_f1"] <= all_null + 1e-9:
+            log(
+                f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold}; no threshold "
+                f"beats predicting no answer at all here (F1 {all_null:.2f})"
+            )
+        else:
+            log(
+                f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold}; the official "
+                f"sweep finds F1 {sweep['best_f1']:.2f} at --null_score_diff_threshold={sweep['best_f1_thresh']:.4f}"
+            )
     write_json(evaluation, os.path.join(options.output_dir, "eval_results.json"))
     run.trainer.write_eval_summaries(evaluation)
     log("eval: " + json.dumps(evaluation))

@@ -3,12 +3,13 @@
 from keras_bert_impl.runners.finetuning import FineTuningRun, run_finetuning
 from keras_bert_impl.runners.run_classifier import splits_wanted
 from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_swag_data
 
 
 def run_swag(options, data_dir, log=print):
     if options.do_predict:
-        raise ValueError(
+        raise UsageError(
             "--do_predict: run_swag writes no predictions (SWAG's test split has no labels); drop the flag"
         )
     run = FineTuningRun(options, log)
@@ -17,7 +18,12 @@ def run_swag(options, data_dir, log=print):
         data.check(["swag"], options.max_seq_length, options.do_lower_case, options.vocab_file)
     else:
         write_swag_data(
-            data_dir, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir, warn=log
+            data_dir,
+            splits_wanted(options),
+            run.tokenizer,
+            options.max_seq_length,
+            options.output_dir,
+            warn=run.log_warning,
         )
         data = FineTuningData.open(options.output_dir)
     task = MultipleChoiceTask(run.config, options.max_seq_length, num_choices=data.meta.get("num_choices", 4))

@@ -23,6 +23,7 @@ import tensorflow as tf
 from keras_bert_impl.serving.packer import Packer
 from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_directory, check_readable_file, check_writable
 
 
@@ -89,6 +90,7 @@ def build_and_export(
     """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the
     export location), then the task model from config + checkpoint, then `export_saved_model`."""
     from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
+    from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
     from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
     from keras_bert_impl.tasks.registry import create_task  # noqa: PLC0415
     from tfrecord_tools.bert_text_tokenizer import load_vocab_list  # noqa: PLC0415
@@ -101,7 +103,7 @@ def build_and_export(
     config.check_vocab_size(len(vocab), vocab_file, bert_config_file)
     missing = [token for token in ("[CLS]", "[SEP]") if token not in vocab]
     if missing:
-        raise ValueError(f"{vocab_file}: has no {' or '.join(missing)} token; pass the vocab.txt of a BERT model")
+        raise UsageError(f"{vocab_file}: has no {' or '.join(missing)} token; pass the vocab.txt of a BERT model")
     check_writable(export_dir, "--export_dir", kind="replaced")
     if exists(export_dir) and not force:
         raise FileExistsError(
@@ -110,7 +112,7 @@ def build_and_export(
     if init_checkpoint:
         check_init_checkpoint(init_checkpoint, config, bert_config_file)
     elif not allow_random_weights:
-        raise ValueError(
+        raise UsageError(
             "no --init_checkpoint: the SavedModel would serve random weights; pass --init_checkpoint "
             "(or --allow_random_weights)"
         )
@@ -124,7 +126,14 @@ def build_and_export(
     )
     model = task.build_model()
     if init_checkpoint:
-        log(f"init_checkpoint {init_checkpoint}: " + initialize_from_checkpoint(model, init_checkpoint).summary())
+        report = initialize_from_checkpoint(model, init_checkpoint)
+        log(f"init_checkpoint {init_checkpoint}: " + report.summary())
+        if report.initialized and not allow_random_weights:
+            raise CheckpointMismatchError(
+                f"{init_checkpoint}: has no weights for {', '.join(report.initialized[:3])}"
+                f"{' (and more)' if len(report.initialized) > 3 else ''}, so the SavedModel would serve a random "
+                f"{model_type} head; pass the --model_type it was trained as (or --allow_random_weights)"
+            )
     export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length, force)
     log(f"wrote {export_dir}")
     return export_dir

@@ -16,6 +16,7 @@ from keras_bert_impl.tasks.base import (
     sparse_cross_entropy_sum,
 )
 from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
 
 
 class ClassificationTask(Task):
@@ -27,7 +28,7 @@ class ClassificationTask(Task):
 
     def __init__(self, bert_config, max_seq_length=128, label_names=None, task_name=None):
         if not label_names or len(label_names) < 2:
-            raise ValueError(f"a classifier needs at least two label names, got {label_names!r}")
+            raise UsageError(f"a classifier needs at least two label names, got {label_names!r}")
         super().__init__(bert_config, max_seq_length, label_names)
         self.task_name = task_name
 

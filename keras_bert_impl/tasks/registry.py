@@ -12,6 +12,7 @@ from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
 from keras_bert_impl.tasks.pretraining import PretrainingTask
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.tasks.tagging import TaggingTask
+from tfrecord_tools.errors import UsageError
 
 TASKS = {
     cls.name: cls
@@ -37,7 +38,7 @@ def register(task_class):
 
 def task_class(name):
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; use one of {', '.join(TASKS)}")
+        raise UsageError(f"unknown task {name!r}; use one of {', '.join(TASKS)}")
     return TASKS[name]
 
 

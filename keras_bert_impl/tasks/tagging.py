@@ -14,6 +14,7 @@ from keras_bert_impl.tasks.base import (
     sparse_cross_entropy_sum,
 )
 from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
 
 
 class TaggingTask(SingleTextMixin, Task):
@@ -25,7 +26,7 @@ class TaggingTask(SingleTextMixin, Task):
 
     def __init__(self, bert_config, max_seq_length=128, label_names=None):
         if not label_names:
-            raise ValueError("a tagger needs its tag names (label_names)")
+            raise UsageError("a tagger needs its tag names (label_names)")
         super().__init__(bert_config, max_seq_length, label_names)
 
     def feature_spec(self, is_training=True):

@@ -6,6 +6,8 @@ import os
 
 import tensorflow as tf
 
+from tfrecord_tools.errors import UsageError
+
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
@@ -13,7 +15,7 @@ def _tf_config_workers():
     try:
         cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
     except json.JSONDecodeError as error:
-        raise ValueError(f"TF_CONFIG is not valid JSON ({error}); see tf.distribute's TF_CONFIG format") from None
+        raise UsageError(f"TF_CONFIG is not valid JSON ({error}); see tf.distribute's TF_CONFIG format") from None
     return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
@@ -21,7 +23,7 @@ def get_distribution_strategy(distribution_strategy="auto", tpu=None, tpu_zone=N
     """TPUStrategy for `tpu`; MultiWorkerMirroredStrategy from TF_CONFIG; MirroredStrategy over
     the local GPUs (or logical CPUs, when asked for explicitly); else one device."""
     if distribution_strategy not in STRATEGIES:
-        raise ValueError(f"--distribution_strategy={distribution_strategy}: use one of {', '.join(STRATEGIES)}")
+        raise UsageError(f"--distribution_strategy={distribution_strategy}: use one of {', '.join(STRATEGIES)}")
     if tpu or distribution_strategy == "tpu":
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
@@ -31,7 +33,7 @@ def get_distribution_strategy(distribution_strategy="auto", tpu=None, tpu_zone=N
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except Exception as error:  # noqa: BLE001 -- the resolver raises many kinds; all mean "no TPU"
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise RuntimeError(
+            raise UsageError(
                 f"--tpu={tpu or ''}: no TPU found ({first_line}); check --tpu, --tpu_zone and --gcp_project"
             ) from None
         return tf.distribute.TPUStrategy(resolver)

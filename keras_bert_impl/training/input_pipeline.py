@@ -2,12 +2,32 @@
 
 File-level sharding across input pipelines (workers), parallel interleave, shuffle, repeat,
 static batch shapes (`drop_remainder`, as TPUs need), parsing by the shared feature specs, with
-Google's or tf-models-official's feature names, and prefetch.
+Google's or tf-models-official's feature names, and prefetch. With `example_fn` each record is
+parsed alone and transformed with its position in the stream before batching (dynamic masking:
+the position seeds the masks, so they are new at every read and the iterator's checkpoint
+restores them).
 """
+
+import contextlib
 
 import tensorflow as tf
 
 from tfrecord_tools import feature_specs
+from tfrecord_tools.errors import UsageError
+
+
+@contextlib.contextmanager
+def reading(files):
+    """Training or predicting from `files`: a truncated or corrupt record becomes a one-line
+    error naming the files (TensorFlow's own names neither the file nor the fix)."""
+    try:
+        yield
+    except tf.errors.DataLossError as error:
+        first = next((line.strip() for line in error.message.splitlines() if "record" in line), "corrupt data")
+        shown = ", ".join(files[:3]) + (f" (and {len(files) - 3} more)" if len(files) > 3 else "")
+        raise UsageError(
+            f"{shown}: a record is truncated or corrupt ({first.split('}}')[-1].strip()}); recreate the file"
+        ) from None
 
 
 def make_tfrecord_dataset(
@@ -20,6 +40,7 @@ def make_tfrecord_dataset(
     shuffle_buffer=10000,
     seed=None,
     drop_remainder=True,
+    example_fn=None,
 ):
     """Batches of parsed features (int32 ids). Training data repeats and is shuffled; each
     input pipeline reads its own share of the files (of the records, if there are fewer files).
@@ -41,6 +62,14 @@ def make_tfrecord_dataset(
         dataset = dataset.shard(num_input_pipelines, input_pipeline_id)
     if is_training:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if example_fn is not None:
+
+        def one(index, record):
+            return example_fn(index, {name: value[0] for name, value in parse(record[None]).items()})
+
+        dataset = dataset.enumerate().map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    else:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+        dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)

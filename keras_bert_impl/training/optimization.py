@@ -11,6 +11,7 @@ from keras import ops
 
 from keras_bert_impl.training.adam_weight_decay import AdamWeightDecay
 from keras_bert_impl.training.lamb import Lamb
+from tfrecord_tools.errors import UsageError
 
 # Regexes over variable names (Keras: `gamma`, `beta`, `bias`, `output_bias`).
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
@@ -65,4 +66,4 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type=
         return Lamb(
             learning_rate=schedule, weight_decay_rate=weight_decay_rate, exclude_from_weight_decay=list(NO_DECAY_NAMES)
         )
-    raise ValueError(f"--optimizer={optimizer_type}: use adamw or lamb")
+    raise UsageError(f"--optimizer={optimizer_type}: use adamw or lamb")

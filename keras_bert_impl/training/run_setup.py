@@ -17,6 +17,7 @@ from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.training.distribution import get_distribution_strategy, input_pipeline_of
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.training.trainer import Trainer
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import check_writable
 from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS
 
@@ -74,7 +75,7 @@ def check_has_weights(options):
         return
     if os.path.isdir(options.output_dir) and tf.train.latest_checkpoint(options.output_dir):
         return
-    raise ValueError(
+    raise UsageError(
         f"{options.output_dir}: holds no checkpoint and no --init_checkpoint was given, so the weights would be "
         "random; train first (--do_train), pass --init_checkpoint, or --allow_random_weights"
     )
@@ -96,15 +97,15 @@ class RunSetup:
             "gradient_accumulation_steps",
         ):
             if getattr(options, name) < 1:
-                raise ValueError(f"--{name}={getattr(options, name)}: must be at least 1")
+                raise UsageError(f"--{name}={getattr(options, name)}: must be at least 1")
         if options.eval_every_n_steps is not None and options.eval_every_n_steps < 1:
-            raise ValueError(f"--eval_every_n_steps={options.eval_every_n_steps}: must be at least 1")
+            raise UsageError(f"--eval_every_n_steps={options.eval_every_n_steps}: must be at least 1")
         check_writable(options.output_dir, "--output_dir", kind="directory")
         if options.init_checkpoint:
             check_init_checkpoint(options.init_checkpoint, self.config, options.bert_config_file)
         check_has_weights(options)
         if options.eval_every_n_steps and not (options.do_train and options.do_eval):
-            raise ValueError("--eval_every_n_steps needs --do_train and --do_eval")
+            raise UsageError("--eval_every_n_steps needs --do_train and --do_eval")
         keras.mixed_precision.set_global_policy(options.mixed_precision)
         keras.utils.set_random_seed(options.random_seed)
         self.strategy = get_distribution_strategy(
@@ -117,21 +118,30 @@ class RunSetup:
         self.pipeline_id, self.num_pipelines = input_pipeline_of(self.strategy)
         self.task = self.model = self.trainer = None
 
+    def log_warning(self, message):
+        warn = getattr(self.log, "warning", None)
+        (warn or self.log)(f"warning: {message}" if warn is None else message)
+
     def _check_batch_sizes(self):
         options, replicas = self.options, self.strategy.num_replicas_in_sync
         share = replicas * options.gradient_accumulation_steps
         if options.do_train and options.train_batch_size % share:
-            raise ValueError(
+            raise UsageError(
                 f"--train_batch_size={options.train_batch_size} must be a multiple of {share} "
                 f"({replicas} replica(s) x {options.gradient_accumulation_steps} accumulation step(s))"
             )
         if options.do_eval and options.eval_batch_size % replicas:
-            raise ValueError(f"--eval_batch_size={options.eval_batch_size} must be a multiple of {replicas} replicas")
+            raise UsageError(f"--eval_batch_size={options.eval_batch_size} must be a multiple of {replicas} replicas")
 
     def build(self, task, num_train_steps=1, num_warmup_steps=0):
         """The task's model (initialised from --init_checkpoint), the optimizer and the Trainer."""
         options = self.options
         self.task = task
+        if options.do_train and num_warmup_steps >= num_train_steps > 1:
+            self.log(
+                f"warning: {num_warmup_steps} warmup steps for {num_train_steps} training steps: the learning "
+                "rate never reaches --learning_rate and never decays; fewer warmup steps are usual"
+            )
         with self.strategy.scope():
             self.model = task.build_model()
             if options.init_checkpoint:

@@ -22,6 +22,7 @@ MirroredStrategy, MultiWorkerMirroredStrategy and TPUStrategy:
 `train` returns a `TrainResult`: the per-loop losses and metrics, the evaluations and the final step.
 """
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -29,12 +30,14 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.training import stop
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
+from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_output
 from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS, format_seconds
 
 
-class NonFiniteLossError(RuntimeError):
+class NonFiniteLossError(UsageError):
     """The training loss became NaN or infinite."""
 
 
@@ -188,16 +191,22 @@ class Trainer:
             numerators, denominators = self._first(numerators), self._first(denominators)
             sums = {name: sums[name] + tf.cast((numerators | denominators)[name], tf.float32) for name in sums}
             if self._progress_in_loop:
-                tf.py_function(self._report_progress, [index + 1, num_steps] + [sums[n] for n in sorted(sums)], [])
+                between = [index + 1, num_steps] + [sums[n] for n in sorted(sums)]
+                if tf.py_function(self._between_steps, between, tf.bool):
+                    break  # a stop was requested (Ctrl-C, SIGTERM): end the call now, not after num_steps
         return sums
 
-    def _report_progress(self, done, num_steps, *values):
-        """A progress line from inside a long loop, when one is due (see `_log_progress`)."""
+    def _between_steps(self, done, num_steps, *values):
+        """Called after every step of a long loop: a progress line when one is due (see
+        `_log_progress`); returns whether a stop was requested."""
+        if stop.requested():
+            return True
         progress = self._progress
         if progress is None or not progress.due() or int(done) == int(num_steps):
-            return
+            return False
         sums = dict(zip(sorted(self._sum_names()), (float(v) for v in values)))
         self._log_progress(progress.loop_start_step + int(done), self._ratios(sums))
+        return False
 
     def _sum_names(self):
         names = list(self.task.loss_terms) + list(self.task.metric_terms)
@@ -234,28 +243,60 @@ class Trainer:
         )
 
     def _restore(self):
-        if not self.is_chief:
-            shared = tf.train.latest_checkpoint(self.output_dir)
-            if shared:
-                rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
-                tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, rng_states=rng_states).restore(
-                    shared
-                ).expect_partial()
-        return self.manager.restore_or_initialize()
+        with self._checkpoint_of_this_model():
+            if not self.is_chief:
+                shared = tf.train.latest_checkpoint(self.output_dir)
+                if shared:
+                    rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
+                    tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, rng_states=rng_states).restore(
+                        shared
+                    ).expect_partial()
+            return self.manager.restore_or_initialize()
 
     def restore_latest(self):
         """For evaluation or prediction without training: the newest checkpoint of output_dir
         (model and step; the data position does not matter). Returns its path, or None."""
         latest = tf.train.latest_checkpoint(self.output_dir)
         if latest:
-            tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(latest).expect_partial()
+            with self._checkpoint_of_this_model():
+                tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(latest).expect_partial()
         return latest
+
+    @contextlib.contextmanager
+    def _checkpoint_of_this_model(self):
+        """Resuming from output_dir: its checkpoints must be of this model, not of another task's run."""
+        try:
+            yield
+        except (ValueError, AssertionError, tf.errors.OpError) as error:
+            from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
+
+            first = str(getattr(error, "message", error)).strip().splitlines()[0]
+            raise CheckpointMismatchError(
+                f"{self.output_dir}: holds checkpoints of another model ({first}); pass a new --output_dir "
+                "(or remove its ckpt-* files)"
+            ) from None
 
     def _save(self):
         self._saving = True
-        path = self.manager.save(checkpoint_number=self.global_step)
-        self._saving = False
-        return path
+        step = self.global_step
+        try:
+            return self.manager.save(checkpoint_number=step)
+        except BaseException:
+            self._remove_unrecorded(step)  # a full disk or a signal: no half-written checkpoint stays
+            raise
+        finally:
+            self._saving = False
+
+    def _remove_unrecorded(self, step):
+        """The files of checkpoint `step` when the state file does not name it (its save failed)."""
+        prefix = os.path.join(self.manager.directory, f"ckpt-{step}")
+        if tf.train.latest_checkpoint(self.manager.directory) == prefix:
+            return
+        for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
+            if tf.io.gfile.isdir(path):
+                tf.io.gfile.rmtree(path)
+            else:
+                tf.io.gfile.remove(path)
 
     def _last_saved_step(self):
         latest = self.manager.latest_checkpoint if self.manager else None
@@ -312,14 +353,19 @@ class Trainer:
             metrics = self._ratios(sums)
             step = self.global_step
             if not all(map(_finite, metrics.values())):
+                saved = self._last_saved_step()
+                kept = f"its checkpoint of step {saved} is kept" if saved is not None else "no checkpoint was saved yet"
                 raise NonFiniteLossError(
-                    f"loss is {metrics['loss']} at step {step} (steps {step - num_steps + 1}-{step}); stopped "
-                    f"without saving: the last good checkpoint in {self.output_dir} is kept"
+                    f"{self.output_dir}: loss is {metrics['loss']} at step {step} (steps {step - num_steps + 1}-"
+                    f"{step}); stopped without saving, {kept}; lower --learning_rate (or check the data)"
                 )
             metrics["learning_rate"] = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
             metrics["examples_per_second"] = num_steps * global_batch_size / max(elapsed, 1e-9)
             self._write_summaries(self._summary_writer, metrics, step)
-            self._log_progress(step, metrics)
+            # A line per loop, but not many a second when loops are short (TensorBoard has them all).
+            boundary = step % self.save_checkpoints_steps == 0 or step == num_train_steps
+            if boundary or every_eval and step % every_eval == 0 or self._progress.seconds_since_line() >= 1.0:
+                self._log_progress(step, metrics)
             result.history.append({"step": step, **metrics})
             if step % self.save_checkpoints_steps == 0:
                 self._save()
@@ -393,7 +439,7 @@ class Trainer:
             for name, value in (numerators | denominators).items():
                 sums[name] = sums.get(name, 0.0) + float(value)
         if not sums:
-            raise ValueError("the evaluation data holds no complete batch; lower --eval_batch_size or add data")
+            raise UsageError("the evaluation data holds no complete batch; lower --eval_batch_size or add data")
         results = self._ratios({name: sums.get(name, 0.0) for name in list(sums) + denominator_names})
         results["global_step"] = self.global_step
         return results
@@ -432,6 +478,9 @@ class _LoopProgress:
 
     def due(self):
         return time.monotonic() - self._last >= self.interval
+
+    def seconds_since_line(self):
+        return time.monotonic() - self._last
 
     def logged(self):
         self._last = time.monotonic()

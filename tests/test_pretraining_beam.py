@@ -1,0 +1,89 @@
+"""The Apache Beam pipeline of create_pretraining_data: the same set of serialized examples as the
+local tool for the same flags, in OUTPUT-0000i-of-0000N shards, nothing left behind."""
+
+import collections
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from tests.conftest import REPO_ROOT
+from tests.pretraining_fixtures import make_pretraining_setup
+
+pytest.importorskip("apache_beam")
+
+TOOL = os.path.join(REPO_ROOT, "tfrecord_tools", "create_pretraining_data.py")
+
+
+def _run(*args):
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def _records(pattern):
+    return collections.Counter(record.numpy() for record in tf.data.TFRecordDataset(sorted(glob.glob(pattern))))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_beam_direct_runner_writes_what_the_local_tool_writes(tmp_path, dynamic):
+    setup = make_pretraining_setup(str(tmp_path / "data"))
+    flags = [
+        f"--input_file={setup['corpus.txt']}",
+        f"--vocab_file={setup['vocab.txt']}",
+        "--max_seq_length=24",
+        "--max_predictions_per_seq=4",
+        "--unit_bytes=500",
+        "--random_seed=3",
+        "--do_whole_word_mask",
+    ]
+    if dynamic:
+        flags.append("--dynamic_masking")
+    out = tmp_path / "out"
+    out.mkdir()
+    local = _run(*flags, f"--output_file={out}/local", "--num_output_shards=2", "--num_workers=2")
+    assert local.returncode == 0, local.stderr[-3000:]
+    beam = _run(
+        *flags,
+        f"--output_file={out}/beam",
+        "--num_output_shards=3",
+        "--beam_pipeline_options=runner=DirectRunner,direct_num_workers=2,direct_running_mode=multi_processing",
+    )
+    assert beam.returncode == 0, beam.stderr[-3000:]
+    assert sorted(os.listdir(out)) == [
+        "beam-00000-of-00003",
+        "beam-00001-of-00003",
+        "beam-00002-of-00003",
+        "local-00000-of-00002",
+        "local-00001-of-00002",
+    ]
+    want = _records(f"{out}/local-*")
+    assert sum(want.values()) > 300 and _records(f"{out}/beam-*") == want  # the same set, any order
+    # The summary comes from Beam's counters and says what the local tool says.
+    summary = [
+        line.split(" ", 1)[1] for line in beam.stderr.splitlines() if "instances: " in line or "tokens: " in line
+    ]
+    assert summary == [
+        line.split(" ", 1)[1] for line in local.stderr.splitlines() if "instances: " in line or "tokens: " in line
+    ]
+    assert "Traceback" not in beam.stderr and "INFO:apache_beam" not in beam.stderr
+
+
+def test_beam_run_refused_before_it_starts_leaves_nothing(tmp_path):
+    setup = make_pretraining_setup(str(tmp_path / "data"))
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nw1\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    run = _run(
+        f"--input_file={setup['corpus.txt']}",
+        f"--vocab_file={tmp_path}/vocab.txt",
+        f"--output_file={out}/beam",
+        "--beam_pipeline_options=runner=DirectRunner",
+    )
+    assert run.returncode == 1 and run.stderr.strip().splitlines()[-1].endswith(
+        "has no [MASK] token; BERT pretraining needs it"
+    )
+    assert os.listdir(out) == []

@@ -1,0 +1,128 @@
+"""The Apache Beam pipeline of create_pretraining_data: the local tool's units and its per-unit
+instance maker (`UnitMaker`), on any Beam runner (DirectRunner, DataflowRunner, FlinkRunner,
+SparkRunner), reading and writing through Beam's file systems (local, gs://, hdfs://).
+
+    Create(units) -> Reshuffle -> ParDo(the unit's records) -> WriteToTFRecord(OUTPUT, num_shards)
+
+gives OUTPUT-00000-of-000NN: the same set of serialized tf.train.Examples as the local tool with the
+same flags, in another order. The shards are written under a temporary prefix and renamed when the
+pipeline succeeded; a failed or stopped run removes them and Beam's temporary directory.
+`--beam_pipeline_options` follows TensorFlow Datasets: comma-separated `key=value` pipeline flags.
+Needs `pip install .[beam]`; nothing else in the project imports this module.
+"""
+
+import dataclasses
+import os
+
+from tfrecord_tools.errors import UsageError
+from tfrecord_tools.pretraining_data import Summary, UnitMaker, check_vocab
+from tfrecord_tools.pretraining_units import plan_units
+
+DEFAULT_BEAM_SHARDS = 16
+_COUNTERS = "create_pretraining_data"
+
+
+def pipeline_options(text):
+    """TFDS's convention: "runner=DirectRunner,direct_num_workers=2" -> PipelineOptions. The SDK
+    workers log at WARNING unless the options say otherwise (their INFO lines are per bundle)."""
+    from apache_beam.options.pipeline_options import PipelineOptions  # noqa: PLC0415
+
+    flags = [f"--{option.strip()}" for option in text.split(",") if option.strip()]
+    if not any(flag.startswith("--default_sdk_harness_log_level") for flag in flags):
+        flags.append("--default_sdk_harness_log_level=WARNING")
+    return PipelineOptions(flags)
+
+
+def _match(patterns):
+    """(path, size) of every file the comma list of globs matches, through Beam's file systems."""
+    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
+
+    files = []
+    for pattern in filter(None, (part.strip() for part in patterns.split(","))):
+        found = sorted((m.path, m.size_in_bytes) for m in FileSystems.match([pattern])[0].metadata_list)
+        if not found:
+            raise FileNotFoundError(f"{pattern}: no file matches; check --input_file")
+        files.extend(found)
+    return files
+
+
+def _make_records_fn(options):
+    import apache_beam as beam  # noqa: PLC0415
+    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
+
+    class MakeRecords(beam.DoFn):
+        """One unit -> its serialized instances; the summary goes to Beam counters."""
+
+        def __init__(self, options):
+            self._options = options
+            self._maker = None
+
+        def setup(self):
+            self._maker = UnitMaker(self._options)
+
+        def process(self, unit):
+            records, summary = self._maker.make(unit, opener=lambda path: FileSystems.open(path))
+            for field in dataclasses.fields(summary):
+                beam.metrics.Metrics.counter(_COUNTERS, field.name).inc(getattr(summary, field.name))
+            yield from records
+
+    return MakeRecords(options)
+
+
+def _summary(result):
+    from apache_beam.metrics.metric import MetricsFilter  # noqa: PLC0415
+
+    summary = Summary()
+    for counter in result.metrics().query(MetricsFilter().with_namespace(_COUNTERS))["counters"]:
+        setattr(summary, counter.key.metric.name, getattr(summary, counter.key.metric.name) + counter.committed)
+    return summary
+
+
+def _shard_names(prefix, num_shards):
+    return [f"{prefix}-{index:05d}-of-{num_shards:05d}" for index in range(num_shards)]
+
+
+def run_beam_pipeline(
+    input_patterns, output_prefix, options, beam_pipeline_options, num_shards=DEFAULT_BEAM_SHARDS, log=print
+):
+    """Runs the pipeline; returns the `Summary` (from Beam's counters) and the shard paths."""
+    import apache_beam as beam  # noqa: PLC0415
+    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
+
+    check_vocab(options.vocab_file)
+    files = _match(input_patterns)
+    sizes = dict(files)
+    units = plan_units([path for path, _ in files], options.unit_bytes, size_of=sizes.__getitem__)
+    if not sum(unit.end - unit.start for unit in units):
+        raise UsageError(f"{input_patterns}: hold no text; check --input_file")
+    temporary = f"{output_prefix}.tmp-{os.getpid()}"
+    final, staged = _shard_names(output_prefix, num_shards), _shard_names(temporary, num_shards)
+    log(f"{len(units)} units of text in {len(files)} file(s) -> {output_prefix}-*-of-{num_shards:05d}")
+    committed = False
+    try:
+        pipeline = beam.Pipeline(options=pipeline_options(beam_pipeline_options))
+        _ = (
+            pipeline
+            | "Units" >> beam.Create(units)
+            | "Spread" >> beam.Reshuffle()
+            | "Instances" >> beam.ParDo(_make_records_fn(options))
+            | "Write" >> beam.io.WriteToTFRecord(temporary, num_shards=num_shards)
+        )
+        result = pipeline.run()
+        result.wait_until_finish()
+        summary = _summary(result)
+        if not summary.documents:
+            raise UsageError(f"{input_patterns}: hold no text (only blank lines); check --input_file")
+        FileSystems.rename(staged, final)
+        committed = True
+    finally:
+        if not committed:
+            leftovers = [path for path in staged if FileSystems.exists(path)]
+            directory = os.path.dirname(output_prefix) or "."
+            prefix = f"beam-temp-{os.path.basename(temporary)}-"
+            leftovers += [
+                m.path for m in FileSystems.match([FileSystems.join(directory, prefix + "*")])[0].metadata_list
+            ]
+            if leftovers:
+                FileSystems.delete(sorted({path.rstrip("/") for path in leftovers}))
+    return summary, final

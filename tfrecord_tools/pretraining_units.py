@@ -1,0 +1,138 @@
+"""Units of pretraining text: byte ranges of the input files and the documents that start in each.
+
+Unit k of a file is every document whose first line starts in bytes [k * unit_bytes,
+(k + 1) * unit_bytes) of it, so the units follow from the file sizes alone. Any worker, a local
+process or a Beam worker on another machine, reads just its own range (seeking into the file), and
+the same files and flags give the same units wherever they run. A document longer than a unit is
+the only document of the unit it starts in, and the ranges inside it hold none. Documents are
+Google's: one sentence per line, a blank line between documents (and a file ends one).
+"""
+
+import dataclasses
+import os
+
+from tfrecord_tools.errors import UsageError
+
+# A few MB: small enough that a unit's instances fit comfortably in one worker's memory, large
+# enough that per-unit overhead does not show.
+DEFAULT_UNIT_BYTES = 4 << 20
+_READ_BACK = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    """`index` numbers the units of all inputs in order (files, then ranges): it seeds the unit's
+    randomness and places its records in the output files."""
+
+    index: int
+    path: str
+    start: int
+    end: int
+
+
+def _size(path):
+    if "://" in path:
+        import tensorflow as tf  # noqa: PLC0415 -- only remote inputs need it
+
+        return tf.io.gfile.stat(path).length
+    return os.path.getsize(path)
+
+
+def plan_units(paths, unit_bytes=DEFAULT_UNIT_BYTES, size_of=_size):
+    """The units of `paths`, in order."""
+    if unit_bytes < 1:
+        raise UsageError(f"--unit_bytes={unit_bytes}: must be at least 1")
+    units = []
+    for path in paths:
+        size = size_of(path)
+        for start in range(0, max(size, 1), unit_bytes):
+            units.append(Unit(len(units), path, start, min(start + unit_bytes, size)))
+    return units
+
+
+def open_binary(path):
+    if "://" in path:
+        import tensorflow as tf  # noqa: PLC0415
+
+        return tf.io.gfile.GFile(path, "rb")
+    return open(path, "rb")
+
+
+def _decoded(raw):
+    """A line's text, or None when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _is_blank(raw):
+    text = _decoded(raw)
+    return text is not None and not text.strip()
+
+
+_PRINTABLE_ASCII = frozenset(range(0x21, 0x7F))
+
+
+def _previous_line_is_blank(reader, position, tail):
+    """Whether the line holding byte `position` is blank: `tail` is that line from `position` on;
+    the part before is read backwards, and only while all of it could still be white space."""
+    if not _PRINTABLE_ASCII.isdisjoint(tail):
+        return False
+    chunks, cursor = [], position
+    while cursor > 0:
+        step = min(_READ_BACK, cursor)
+        reader.seek(cursor - step)
+        chunk = reader.read(step)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            chunk = chunk[newline + 1 :]
+        if not _PRINTABLE_ASCII.isdisjoint(chunk):
+            return False
+        chunks.append(chunk)
+        if newline >= 0:
+            break
+        cursor -= step
+    return _is_blank(b"".join(reversed(chunks)) + tail)
+
+
+def read_unit(unit, warn=None, opener=open_binary):
+    """(documents, lines skipped as not UTF-8): the documents of `unit`, each a list of sentences.
+    A line that is not UTF-8 is skipped (and named through `warn`)."""
+    documents, document, bad_lines = [], None, 0
+    with opener(unit.path) as reader:
+        if unit.start == 0:
+            position, previous_blank = 0, True
+        else:
+            # The first line that starts at or after `start`, and whether the line before it is blank.
+            reader.seek(unit.start - 1)
+            tail = reader.readline()
+            position = unit.start - 1 + len(tail)
+            previous_blank = _previous_line_is_blank(reader, unit.start - 1, tail)
+            reader.seek(position)
+        for raw in iter(reader.readline, b""):
+            line_start, position = position, position + len(raw)
+            text = _decoded(raw)
+            if text is not None and not text.strip():
+                if document:
+                    documents.append(document)
+                document, previous_blank = None, True
+                if line_start >= unit.end:
+                    break
+                continue
+            if previous_blank:
+                if line_start >= unit.end:
+                    break  # the next unit's document
+                document = []
+            previous_blank = False
+            if document is None:  # inside a document that started before this unit
+                continue
+            if text is None:
+                bad_lines += 1
+                if warn is not None:
+                    warn(f"{unit.path}: the line at byte {line_start}: skipped, not UTF-8")
+                continue
+            document.append(text.strip())
+    if document:
+        documents.append(document)
+    return documents, bad_lines
