@@ -20,7 +20,7 @@ demo: $(STAMP)
 	bash demo/demo.sh
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

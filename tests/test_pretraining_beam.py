@@ -61,7 +61,7 @@ def test_beam_direct_runner_writes_what_the_local_tool_writes(tmp_path, dynamic)
         "local-00001-of-00002",
     ]
     want = _records(f"{out}/local-*")
-    assert sum(want.values()) > 300 and _records(f"{out}/beam-*") == want  # the same set, any order
+    assert sum(want.values()) > 30 and _records(f"{out}/beam-*") == want  # the same set, any order
     # The summary comes from Beam's counters and says what the local tool says.
     summary = [
         line.split(" ", 1)[1] for line in beam.stderr.splitlines() if "instances: " in line or "tokens: " in line

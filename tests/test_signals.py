@@ -108,14 +108,14 @@ def test_data_creation_with_workers_stops_cleanly(setup, tmp_path, signal_number
 
 
 def test_pretraining_sigterm_says_where_it_stopped_and_resumes(setup, tmp_path):
-    # One tf.function call would run all 2000 steps (Google's default loop is 1000): the stop must
+    # One tf.function call would run all 800 steps (Google's default loop is 1000): the stop must
     # come from inside it, not when it ends. Progress lines come from inside it too.
     flags = pretraining_flags(
         setup,
         str(tmp_path / "run"),
-        num_train_steps=2000,
-        iterations_per_loop=2000,
-        save_checkpoints_steps=2000,
+        num_train_steps=800,
+        iterations_per_loop=800,
+        save_checkpoints_steps=800,
         log_every_seconds=0.5,
     )
     process = _start([PRETRAINING, *as_argv(flags)])
@@ -124,7 +124,7 @@ def test_pretraining_sigterm_says_where_it_stopped_and_resumes(setup, tmp_path):
     def trained_some():
         line = process.stderr.readline()
         lines.append(line)
-        match = re.search(r" step (\d+)/2000 ", line)
+        match = re.search(r" step (\d+)/800 ", line)
         return (match and int(match.group(1)) >= 10) or process.poll() is not None
 
     assert _wait_for(trained_some)
@@ -135,7 +135,7 @@ def test_pretraining_sigterm_says_where_it_stopped_and_resumes(setup, tmp_path):
     assert code == 143 and "Traceback" not in stderr, stderr[-3000:]
     last = stderr.strip().splitlines()[-1]
     step = int(last.split("stopped at step ")[1].split()[0])
-    assert 10 <= step < 2000
+    assert 10 <= step < 800
     assert last == (
         f"run_pretraining: stopped at step {step} (checkpoint of step {step} in {tmp_path / 'run'}); "
         "run the same command to resume"
@@ -146,7 +146,7 @@ def test_pretraining_sigterm_says_where_it_stopped_and_resumes(setup, tmp_path):
         [sys.executable, PRETRAINING, *as_argv(flags)], capture_output=True, text=True, env=_env(), timeout=300
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"at step {step}" in resumed.stderr and " step 2000/2000 " in resumed.stderr
+    assert f"at step {step}" in resumed.stderr and " step 800/800 " in resumed.stderr
 
 
 def test_fine_tuning_ctrl_c_stops_with_one_line(model_dir, tmp_path):  # noqa: F811
