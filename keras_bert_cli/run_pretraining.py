@@ -21,6 +21,13 @@ flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 flags.DEFINE_bool(
     "export_google_checkpoint", True, "Also write the final weights as OUTPUT_DIR/bert_model.ckpt under Google's names."
 )
+flags.DEFINE_bool(
+    "continue_optimizer",
+    False,
+    "With --init_checkpoint of a previous phase (its --output_dir): "
+    "continue its optimizer and step count too (--num_train_steps counts both phases); without, the "
+    "optimizer restarts, as Google's --init_checkpoint.",
+)
 flags.DEFINE_float("masked_lm_prob", 0.15, "Dynamic masking (unmasked records): masked LM probability.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Dynamic masking (unmasked records): mask whole words.")
 shared.define_training_flags(learning_rate=5e-5)

@@ -1,5 +1,6 @@
 """run_pretraining: learning, exact multi-device equivalence, multi-worker, kill -9 resume, init."""
 
+import collections
 import dataclasses
 import json
 import os
@@ -246,3 +247,91 @@ def test_tpu_that_does_not_exist_is_a_clear_error(setup, tmp_path):
     )
     assert run.returncode != 0
     assert "--tpu=no-such-tpu-here: no TPU found" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_phase_2_starts_from_phase_1_weights_at_a_longer_length(setup, tmp_path):
+    """Google's recipe: 90% of the steps at 128, then 10% at 512 from the first phase's output."""
+    from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
+
+    long_records = str(tmp_path / "long.tfrecord")  # the same corpus at the longer length (32 > 24)
+    create_pretraining_data(
+        [setup["corpus.txt"]],
+        [long_records],
+        PretrainingDataOptions(
+            vocab_file=setup["vocab.txt"], max_seq_length=32, max_predictions_per_seq=6, dupe_factor=2
+        ),
+        log=lambda m: None,
+    )
+    phase1 = tmp_path / "phase1"
+    run_pretraining(PretrainingOptions(**pretraining_flags(setup, str(phase1), num_train_steps=20)), log=lambda m: None)
+    first = tf.train.load_checkpoint(str(phase1 / "bert_model.ckpt"))
+    # Restart the optimizer (Google's --init_checkpoint), at 32 with 6 predictions; lr 0 keeps the weights.
+    logs = []
+    phase2 = tmp_path / "phase2"
+    flags = pretraining_flags(
+        setup,
+        str(phase2),
+        input_file=long_records,
+        init_checkpoint=str(phase1),
+        max_seq_length=32,
+        max_predictions_per_seq=6,
+        num_train_steps=3,
+        learning_rate=0.0,
+        do_eval=True,
+        max_eval_steps=2,
+    )
+    result = run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    assert result.train.start_step == 0 and result.train.final_step == 3 and result.eval["global_step"] == 3
+    second = tf.train.load_checkpoint(str(phase2 / "bert_model.ckpt"))
+    positions = "bert/embeddings/position_embeddings"
+    assert first.get_tensor(positions).shape == (32, 32)
+    # Rows 24-31 were never trained at 24 tokens: phase 2 got them from phase 1, not a new initialisation.
+    assert np.array_equal(second.get_tensor(positions), first.get_tensor(positions))
+    assert all(np.array_equal(second.get_tensor(n), first.get_tensor(n)) for n in first.get_variable_to_shape_map())
+    # Trained and evaluated at 32: records of 24 are refused now.
+    with pytest.raises(ValueError, match="input_ids holds 24 values per record but the flags ask for 32"):
+        run_pretraining(
+            PretrainingOptions(
+                **{**flags, "input_file": setup["train.tfrecord"], "output_dir": str(tmp_path / "wrong")}
+            )
+        )
+    # Continue the optimizer instead: its step count and moments come along; --num_train_steps counts both phases.
+    logs = []
+    flags = {
+        **flags,
+        "output_dir": str(tmp_path / "phase2b"),
+        "continue_optimizer": True,
+        "num_train_steps": 25,
+        "learning_rate": 1e-3,
+    }
+    result = run_pretraining(PretrainingOptions(**flags), log=logs.append)
+    assert result.train.start_step == 20 and result.train.final_step == 25
+    assert any(f"continuing the optimizer of {phase1} at step 20" in line for line in logs)
+
+
+def test_evaluation_during_training_at_the_right_steps(setup, tmp_path):
+    out = tmp_path / "out"
+    flags = pretraining_flags(
+        setup,
+        str(out),
+        num_train_steps=30,
+        iterations_per_loop=4,
+        save_checkpoints_steps=15,
+        do_eval=True,
+        eval_every_n_steps=10,
+        max_eval_steps=3,
+    )
+    result = run_pretraining(PretrainingOptions(**flags), log=lambda m: None)
+    assert [evaluation["step"] for evaluation in result.train.evaluations] == [10, 20, 30]
+    # Loops end on evaluation and checkpoint boundaries, whatever --iterations_per_loop says.
+    assert [loop["step"] for loop in result.train.history] == [4, 8, 10, 14, 15, 19, 20, 24, 28, 30]
+    events = [os.path.join(out / "eval", name) for name in os.listdir(out / "eval")]
+    steps = collections.defaultdict(list)
+    for path in events:
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                steps[value.tag].append((event.step, float(tf.make_ndarray(value.tensor))))
+    assert [step for step, _ in steps["masked_lm_accuracy"]] == [10, 20, 30]
+    assert steps["masked_lm_accuracy"][-1][1] == pytest.approx(result.eval["masked_lm_accuracy"])
+    assert result.eval["global_step"] == 30
+    assert (out / "eval_results.txt").read_text().startswith("global_step = 30\n")

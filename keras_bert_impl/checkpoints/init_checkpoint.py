@@ -98,6 +98,19 @@ def check_init_checkpoint(path, config, config_file="bert_config.json"):
         )
 
 
+def restore_optimizer(optimizer, path):
+    """Phase 2 that continues phase 1's optimizer: its moments and step count from our checkpoint
+    (Google's `--init_checkpoint` restarts it: weights only). Returns the restored step."""
+    prefix = resolve_checkpoint_prefix(path)
+    if not is_object_based(prefix):
+        raise CheckpointMismatchError(
+            f"{prefix}: a Google-format checkpoint holds weights only, no optimizer state "
+            "to continue; drop --continue_optimizer or pass a run's --output_dir"
+        )
+    tf.train.Checkpoint(optimizer=optimizer).restore(prefix).expect_partial()
+    return int(optimizer.iterations.numpy())
+
+
 def is_object_based(prefix):
     return "_CHECKPOINTABLE_OBJECT_GRAPH" in tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
 

@@ -3,7 +3,10 @@
 import dataclasses
 import os
 
+import tensorflow as tf
+
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
+from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
 from keras_bert_impl.tasks.pretraining import PretrainingTask
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
@@ -76,6 +79,9 @@ class PretrainingOptions(RunOptions):
     # Dynamic masking (records from create_pretraining_data.py --dynamic_masking): Google's names.
     masked_lm_prob: float = 0.15
     do_whole_word_mask: bool = False
+    # With --init_checkpoint (a run's output_dir): also its optimizer state and step (phase 2 that
+    # continues phase 1's schedule); without, the optimizer restarts, as Google's --init_checkpoint.
+    continue_optimizer: bool = False
 
 
 def run_pretraining(options, log=print):
@@ -99,8 +105,18 @@ def run_pretraining(options, log=print):
     for name, files in (("train", train_files), ("eval", eval_files)):
         if files:
             datasets[name] = PretrainingData(files, task, options, setup, is_training=name == "train")
+    if options.continue_optimizer and not options.init_checkpoint:
+        raise UsageError("--continue_optimizer needs --init_checkpoint (the first phase's --output_dir)")
     model = setup.build(task, options.num_train_steps, options.num_warmup_steps)
     trainer = setup.trainer
+    if options.continue_optimizer and not tf.train.latest_checkpoint(options.output_dir):
+        step = restore_optimizer(trainer.optimizer, options.init_checkpoint)
+        log(f"continuing the optimizer of {options.init_checkpoint} at step {step}")
+        if step >= options.num_train_steps:
+            raise UsageError(
+                f"--num_train_steps={options.num_train_steps}: the first phase already ran {step} steps; "
+                "with --continue_optimizer it counts both phases"
+            )
 
     def eval_dataset():
         return datasets["eval"].dataset(options.eval_batch_size)
