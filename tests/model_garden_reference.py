@@ -87,3 +87,116 @@ def model_garden_outputs(encoder, inputs):
         training=False,
     )
     return np.asarray(outputs["sequence_output"]), np.asarray(outputs["pooled_output"])
+
+
+class ModelGardenPretraining:
+    """tf-models-official's pretraining as its trainers run it: `BertPretrainerV2` (MLM tied to the
+    word embeddings, NSP as a classification head on [CLS]), its `AdamWeightDecay` with warmup and
+    linear decay from `official.nlp.optimization` (gradients clipped to global norm 1.0 inside),
+    and the whole step (forward, backward, apply_gradients) in one tf.function, `steps_per_loop`
+    steps per call as orbit's loops. The peer of our Trainer in the benchmarks."""
+
+    def __init__(
+        self,
+        config,
+        learning_rate=1e-4,
+        num_train_steps=10000,
+        num_warmup_steps=100,
+        jit_compile=False,
+        policy="float32",
+    ):
+        import tensorflow as tf  # noqa: PLC0415
+        import tf_keras  # noqa: PLC0415
+        from official.nlp import optimization  # noqa: PLC0415
+        from official.nlp.modeling import layers, models, networks  # noqa: PLC0415
+
+        tf_keras.mixed_precision.set_global_policy(policy)
+        kwargs = {"inner_activation": "gelu"} if config.hidden_act == "gelu_exact" else {}
+        encoder = networks.BertEncoder(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            num_layers=config.num_hidden_layers,
+            num_attention_heads=config.num_attention_heads,
+            inner_dim=config.intermediate_size,
+            max_sequence_length=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            output_dropout=config.hidden_dropout_prob,
+            attention_dropout=config.attention_probs_dropout_prob,
+            initializer=tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            **kwargs,
+        )
+        head = layers.ClassificationHead(inner_dim=config.hidden_size, num_classes=2, name="next_sentence")
+        self.model = models.BertPretrainerV2(encoder_network=encoder, classification_heads=[head])
+        self.optimizer = optimization.create_optimizer(
+            learning_rate, num_train_steps, num_warmup_steps, optimizer_type="adamw"
+        )
+        self._tf, self._keras = tf, tf_keras
+        self._step = tf.function(self._step_fn, jit_compile=jit_compile)
+        self._loop = tf.function(self._loop_fn)
+        self._evaluate = tf.function(self._evaluate_fn)
+
+    @staticmethod
+    def inputs(features):
+        return {
+            "input_word_ids": features["input_ids"],
+            "input_mask": features["input_mask"],
+            "input_type_ids": features["segment_ids"],
+            "masked_lm_positions": features["masked_lm_positions"],
+        }
+
+    def _sums(self, features, training):
+        tf, keras = self._tf, self._keras
+        outputs = self.model(self.inputs(features), training=training)
+        mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
+        nsp_logits = tf.cast(outputs["next_sentence"], tf.float32)
+        weights = tf.cast(features["masked_lm_weights"], tf.float32)
+        nsp_labels = tf.reshape(features["next_sentence_labels"], [-1])
+        mlm = keras.losses.sparse_categorical_crossentropy(features["masked_lm_ids"], mlm_logits, from_logits=True)
+        nsp = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)
+        mlm_right = tf.cast(
+            tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32), features["masked_lm_ids"]), tf.float32
+        )
+        nsp_right = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), nsp_labels), tf.float32)
+        return {
+            "masked_lm_loss": tf.reduce_sum(mlm * weights),
+            "masked_lm_accuracy": tf.reduce_sum(mlm_right * weights),
+            "masked_lm_weight": tf.reduce_sum(weights),
+            "next_sentence_loss": tf.reduce_sum(nsp),
+            "next_sentence_accuracy": tf.reduce_sum(nsp_right),
+            "examples": tf.cast(tf.size(nsp_labels), tf.float32),
+        }
+
+    def _step_fn(self, features):
+        tf = self._tf
+        with tf.GradientTape() as tape:
+            sums = self._sums(features, training=True)
+            loss = sums["masked_lm_loss"] / sums["masked_lm_weight"] + sums["next_sentence_loss"] / sums["examples"]
+        variables = self.model.trainable_variables
+        self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    def _loop_fn(self, iterator, steps):
+        loss = self._tf.constant(0.0)
+        for _ in self._tf.range(steps):
+            loss = self._step(next(iterator))
+        return loss
+
+    def train(self, iterator, steps):
+        """`steps` steps in one tf.function call; returns the last step's loss."""
+        return float(self._loop(iterator, self._tf.constant(steps)))
+
+    def _evaluate_fn(self, features):
+        return self._sums(features, training=False)
+
+    def evaluate(self, dataset):
+        """Held-out MLM and NSP loss and accuracy, averaged as our Trainer averages them."""
+        totals = {}
+        for features in dataset:
+            for name, value in self._evaluate(features).items():
+                totals[name] = totals.get(name, 0.0) + float(value)
+        return {
+            "masked_lm_loss": totals["masked_lm_loss"] / totals["masked_lm_weight"],
+            "masked_lm_accuracy": totals["masked_lm_accuracy"] / totals["masked_lm_weight"],
+            "next_sentence_loss": totals["next_sentence_loss"] / totals["examples"],
+            "next_sentence_accuracy": totals["next_sentence_accuracy"] / totals["examples"],
+        }
