@@ -77,7 +77,7 @@ class UnitMaker:
 
     def __init__(self, options):
         from tfrecord_tools import feature_specs  # noqa: PLC0415 -- TensorFlow loads per worker
-        from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker  # noqa: PLC0415
+        from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker, documents_of  # noqa: PLC0415
         from tfrecord_tools.tokenization import FullTokenizer  # noqa: PLC0415
 
         self.options = options
@@ -103,27 +103,26 @@ class UnitMaker:
         else:
             self.spec = feature_specs.pretraining_spec(options.max_seq_length, options.max_predictions_per_seq)
         self._to_bytes = feature_specs.examples_to_bytes
+        self._documents_of = documents_of
 
     def make(self, unit, warn=None, opener=open_binary):
         """(serialized tf.train.Examples of `unit`, in order; its `Summary`)."""
         options = self.options
         documents, bad_lines = read_unit(unit, warn, opener)
         sentences = [sentence for document in documents for sentence in document]
-        ids = self.tokenizer.tokenize_to_ids(sentences)
-        tokenized, start = [], 0
-        for document in documents:
-            tokenized.append([sentence for sentence in ids[start : start + len(document)] if sentence])
-            start += len(document)
+        flat_ids, splits = self.tokenizer.tokenize_to_flat_ids(sentences)
+        spans = self._documents_of(splits.tolist(), [len(document) for document in documents])
         summary = Summary(units=1, text_bytes=unit.end - unit.start, documents=len(documents), bad_lines=bad_lines)
-        summary.empty_documents = sum(1 for document in tokenized if not document)
-        features = self.maker.instances_from_documents(
-            tokenized, options.random_seed, unit.index, options.dupe_factor, masked=not options.dynamic_masking
-        )
-        records = self._to_bytes(features, self.spec)
+        summary.empty_documents = sum(1 for _, offsets in spans if len(offsets) == 1)
+        records = []
+        for features in self.maker.feature_chunks(
+            flat_ids, spans, options.random_seed, unit.index, options.dupe_factor, masked=not options.dynamic_masking
+        ):
+            records.extend(self._to_bytes(features, self.spec))
+            summary.tokens += int(features["input_mask"].sum())
+            summary.masked_tokens += int(features["masked_lm_weights"].sum()) if "masked_lm_weights" in features else 0
+            summary.random_next += int(features["next_sentence_labels"].sum())
         summary.instances = len(records)
-        summary.tokens = int(features["input_mask"].sum())
-        summary.masked_tokens = int(features["masked_lm_weights"].sum()) if "masked_lm_weights" in features else 0
-        summary.random_next = int(features["next_sentence_labels"].sum())
         return records, summary
 
 

@@ -9,7 +9,6 @@ One difference, for memory bounded by the shard: the random next segment comes f
 document of the same unit of documents (see `create_pretraining_data.py`), not the whole corpus.
 """
 
-import itertools
 import random
 
 import numpy as np
@@ -43,8 +42,13 @@ class PretrainingInstanceMaker:
         self.short_seq_prob = short_seq_prob
         self.do_whole_word_mask = do_whole_word_mask
 
-    def instances_from_documents(self, documents, seed, unit_index, dupe_factor, masked=True):
-        """All instances of `documents` (one unit), `dupe_factor` passes, shuffled as Google does.
+    def instances_from_documents(self, flat_ids, documents, seed, unit_index, dupe_factor, masked=True):
+        """All instances of one unit's documents, `dupe_factor` passes, shuffled as Google does.
+
+        `flat_ids` holds the unit's tokens; a document is `(start, offsets)`: its sentences lie
+        one after another from `flat_ids[start]`, sentence s at `start + offsets[s]` to
+        `start + offsets[s + 1]` (see `documents_of`). Instances are made from lengths only, as
+        spans of `flat_ids`, and packed in one vectorised pass.
 
         Returns Google's features as numpy arrays, one row per instance: `input_ids`,
         `input_mask`, `segment_ids` [N, max_seq_length], `masked_lm_positions`, `masked_lm_ids`,
@@ -52,108 +56,130 @@ class PretrainingInstanceMaker:
         `masked=False` (dynamic masking) the ids stay unmasked and `mlm_candidates` [N, T] and
         `mask_token_id` [N, 1] replace the masked-LM features (see `feature_specs`).
         """
-        rng = random.Random(seed * 1_000_003 + unit_index)
-        documents = [document for document in documents if document]
-        rng.shuffle(documents)
-        pairs = []
-        for _ in range(dupe_factor):
-            for index in range(len(documents)):
-                pairs.extend(self._instances_from_document(documents, index, rng))
-        rng.shuffle(pairs)
-        np_rng = np.random.default_rng([seed, unit_index])
-        # Chunks keep the working arrays in cache: several times faster on large units.
-        make = self._features if masked else self._unmasked_features
-        chunks = [make(pairs[i : i + _CHUNK], np_rng) for i in range(0, max(len(pairs), 1), _CHUNK)]
+        chunks = list(self.feature_chunks(flat_ids, documents, seed, unit_index, dupe_factor, masked))
         return {name: np.concatenate([chunk[name] for chunk in chunks]) for name in chunks[0]}
 
+    def feature_chunks(self, flat_ids, documents, seed, unit_index, dupe_factor, masked=True):
+        """`instances_from_documents` a chunk of rows at a time: what a worker serializes and
+        frees before the next, so a unit's memory is its spans and records, not its arrays."""
+        rng = random.Random(seed * 1_000_003 + unit_index)
+        documents = [document for document in documents if len(document[1]) > 1]
+        rng.shuffle(documents)
+        spans = []
+        for _ in range(dupe_factor):
+            for index in range(len(documents)):
+                spans.extend(self._instances_from_document(documents, index, rng))
+        rng.shuffle(spans)
+        np_rng = np.random.default_rng([seed, unit_index])
+        flat_ids = np.asarray(flat_ids, np.int64)
+        # Chunks keep the working arrays in cache: several times faster on large units.
+        make = self._features if masked else self._unmasked_features
+        for i in range(0, max(len(spans), 1), _CHUNK):
+            yield make(flat_ids, spans[i : i + _CHUNK], np_rng)
+
     def _instances_from_document(self, documents, document_index, rng):
-        document = documents[document_index]
+        """Google's loop over one document's sentences, on lengths: each instance is
+        (a_start, a_stop, b_start, b_stop, is_random_next) in the unit's flat ids."""
+        start, offsets = documents[document_index]
+        num_sentences = len(offsets) - 1
         max_num_tokens = self.max_seq_length - 3  # [CLS], [SEP], [SEP]
         target_seq_length = max_num_tokens
         if rng.random() < self.short_seq_prob:
             target_seq_length = _randint(rng, 2, max_num_tokens)
 
         instances = []
-        current_chunk, current_length = [], 0
+        chunk_begin, chunk_size, current_length = 0, 0, 0  # the current chunk: sentences from chunk_begin
         i = 0
-        while i < len(document):
-            segment = document[i]
-            current_chunk.append(segment)
-            current_length += len(segment)
-            if i == len(document) - 1 or current_length >= target_seq_length:
-                if current_chunk:
-                    a_end = _randint(rng, 1, len(current_chunk) - 1) if len(current_chunk) >= 2 else 1
-                    tokens_a = list(itertools.chain.from_iterable(current_chunk[:a_end]))
-                    tokens_b = []
-                    is_random_next = False
-                    if len(current_chunk) == 1 or rng.random() < 0.5:
-                        is_random_next = True
-                        target_b_length = target_seq_length - len(tokens_a)
-                        # Ten tries for another document, as Google's code; a unit with one
-                        # document can only pair with itself, which Google's code also allows.
-                        for _ in range(10):
-                            random_document_index = _randint(rng, 0, len(documents) - 1)
-                            if random_document_index != document_index:
-                                break
-                        random_document = documents[random_document_index]
-                        random_start = _randint(rng, 0, len(random_document) - 1)
-                        for j in range(random_start, len(random_document)):
-                            tokens_b.extend(random_document[j])
-                            if len(tokens_b) >= target_b_length:
-                                break
-                        # The unused segments go back to be used next time round.
-                        i -= len(current_chunk) - a_end
-                    else:
-                        for chunk in current_chunk[a_end:]:
-                            tokens_b.extend(chunk)
-                    tokens_a, tokens_b = self._truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-                    if tokens_a and tokens_b:
-                        instances.append((tokens_a, tokens_b, is_random_next))
-                current_chunk, current_length = [], 0
+        while i < num_sentences:
+            if not chunk_size:
+                chunk_begin = i
+            chunk_size += 1
+            current_length += offsets[i + 1] - offsets[i]
+            if i == num_sentences - 1 or current_length >= target_seq_length:
+                a_end = _randint(rng, 1, chunk_size - 1) if chunk_size >= 2 else 1
+                a_start, a_stop = start + offsets[chunk_begin], start + offsets[chunk_begin + a_end]
+                is_random_next = False
+                if chunk_size == 1 or rng.random() < 0.5:
+                    is_random_next = True
+                    target_b_length = target_seq_length - (a_stop - a_start)
+                    # Ten tries for another document, as Google's code; a unit with one
+                    # document can only pair with itself, which Google's code also allows.
+                    for _ in range(10):
+                        random_document_index = _randint(rng, 0, len(documents) - 1)
+                        if random_document_index != document_index:
+                            break
+                    random_start, random_offsets = documents[random_document_index]
+                    first = _randint(rng, 0, len(random_offsets) - 2)
+                    # Whole sentences from `first` until B reaches its target length.
+                    stop = first + 1
+                    while (
+                        stop < len(random_offsets) - 1
+                        and random_offsets[stop] - random_offsets[first] < target_b_length
+                    ):
+                        stop += 1
+                    b_start, b_stop = random_start + random_offsets[first], random_start + random_offsets[stop]
+                    # The unused segments go back to be used next time round.
+                    i -= chunk_size - a_end
+                else:
+                    b_start, b_stop = a_stop, start + offsets[chunk_begin + chunk_size]
+                front_a, back_a, front_b, back_b = self._truncate_seq_pair(
+                    a_stop - a_start, b_stop - b_start, max_num_tokens, rng
+                )
+                a_start, a_stop, b_start, b_stop = (
+                    a_start + front_a,
+                    a_stop - back_a,
+                    b_start + front_b,
+                    b_stop - back_b,
+                )
+                if a_stop > a_start and b_stop > b_start:
+                    instances.append((a_start, a_stop, b_start, b_stop, int(is_random_next)))
+                chunk_size, current_length = 0, 0
             i += 1
         return instances
 
     @staticmethod
-    def _truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
+    def _truncate_seq_pair(length_a, length_b, max_num_tokens, rng):
         """Google's truncation: drop one token at a time from the longer segment (B on a tie),
         from the front or the back by a fair coin. The coins are drawn in one call per segment:
-        the number of front drops is Binomial(drops, 1/2), as with one coin per drop."""
-        length_a, length_b = len(tokens_a), len(tokens_b)
+        the number of front drops is Binomial(drops, 1/2), as with one coin per drop. Returns
+        the drops (front of A, back of A, front of B, back of B)."""
         excess = length_a + length_b - max_num_tokens
         if excess <= 0:
-            return tokens_a, tokens_b
+            return 0, 0, 0, 0
         # Trim the longer down to the shorter, then alternately (B first on a tie).
         gap = min(abs(length_a - length_b), excess)
         rest = excess - gap
         drop_a = (gap if length_a > length_b else 0) + rest // 2
         drop_b = (gap if length_b > length_a else 0) + (rest + 1) // 2
-        trimmed = []
-        for tokens, drops in ((tokens_a, drop_a), (tokens_b, drop_b)):
-            front = bin(rng.getrandbits(drops)).count("1") if drops else 0
-            trimmed.append(tokens[front : len(tokens) - (drops - front)])
-        return trimmed
+        front_a = bin(rng.getrandbits(drop_a)).count("1") if drop_a else 0
+        front_b = bin(rng.getrandbits(drop_b)).count("1") if drop_b else 0
+        return front_a, drop_a - front_a, front_b, drop_b - front_b
 
-    def _pack(self, pairs):
-        """[CLS] A [SEP] B [SEP], vectorised: input_ids, input_mask, segment_ids, the lengths and
-        where masks may go."""
-        count, length = len(pairs), self.max_seq_length
-        lengths_a = np.fromiter((len(pair[0]) for pair in pairs), np.int64, count)
-        lengths = lengths_a + np.fromiter((len(pair[1]) for pair in pairs), np.int64, count) + 3
-        cls, sep = (self.cls_id,), (self.sep_id,)
-        flat = np.fromiter(
-            itertools.chain.from_iterable(
-                itertools.chain(cls, tokens_a, sep, tokens_b, sep) for tokens_a, tokens_b, _ in pairs
-            ),
-            np.int64,
-            int(lengths.sum()),
-        )
+    def _pack(self, flat_ids, spans):
+        """[CLS] A [SEP] B [SEP], vectorised: input_ids, input_mask, segment_ids, the lengths,
+        where masks may go, and the next-sentence labels."""
+        length = self.max_seq_length
+        spans = np.asarray(spans, np.int64).reshape(-1, 5)
+        count = len(spans)
+        a_start, length_a = spans[:, 0:1], spans[:, 1:2] - spans[:, 0:1]
+        b_start, length_b = spans[:, 2:3], spans[:, 3:4] - spans[:, 2:3]
+        lengths = (length_a + length_b + 3)[:, 0]
         columns = np.arange(length)[None, :]
+        in_a = (columns >= 1) & (columns <= length_a)
+        b_offset = columns - length_a - 2
+        in_b = (b_offset >= 0) & (b_offset < length_b)
+        index = np.where(in_a, a_start + columns - 1, np.where(in_b, b_start + b_offset, 0))
+        input_ids = np.where(in_a | in_b, flat_ids[index] if flat_ids.size else 0, 0)
+        rows = np.arange(count)
+        input_ids[:, 0] = self.cls_id
+        input_ids[rows, length_a[:, 0] + 1] = self.sep_id
+        input_ids[rows, lengths - 1] = self.sep_id
         input_mask = (columns < lengths[:, None]).astype(np.int64)
-        input_ids = np.zeros((count, length), np.int64)
-        input_ids[input_mask == 1] = flat  # row-major order: each row's tokens in turn
-        segment_ids = ((columns >= lengths_a[:, None] + 2) & (input_mask == 1)).astype(np.int64)
-        is_candidate = (input_mask == 1) & (input_ids != self.cls_id) & (input_ids != self.sep_id)
-        return input_ids, input_mask, segment_ids, lengths, is_candidate
+        segment_ids = ((b_offset >= 0) & (input_mask == 1)).astype(np.int64)
+        # Google skips [CLS]/[SEP] by token, also where the text itself holds one.
+        is_candidate = (in_a | in_b) & (input_ids != self.cls_id) & (input_ids != self.sep_id)
+        labels = spans[:, 4:5].copy()
+        return input_ids, input_mask, segment_ids, lengths, is_candidate, labels
 
     def _word_starts(self, input_ids, is_candidate):
         """A word starts at every candidate that is not a ## piece following another candidate. A
@@ -163,24 +189,25 @@ class PretrainingInstanceMaker:
         follows_candidate[:, 1:] = is_candidate[:, :-1]
         return is_candidate & ~(self.is_continuation[input_ids] & follows_candidate)
 
-    def _unmasked_features(self, pairs, np_rng):
+    def _unmasked_features(self, flat_ids, spans, np_rng):
         """For dynamic masking: the packed ids unmasked, and per token 0 (never masked: [CLS],
         [SEP], padding), 1 (the first piece of a word) or 2 (a later piece of that word)."""
-        input_ids, input_mask, segment_ids, _, is_candidate = self._pack(pairs)
+        input_ids, input_mask, segment_ids, _, is_candidate, labels = self._pack(flat_ids, spans)
         starts = self._word_starts(input_ids, is_candidate)
         return {
             "input_ids": input_ids,
             "input_mask": input_mask,
             "segment_ids": segment_ids,
-            "next_sentence_labels": np.array([int(pair[2]) for pair in pairs], np.int64).reshape(len(pairs), 1),
+            "next_sentence_labels": labels,
             "mlm_candidates": np.where(starts, 1, np.where(is_candidate, 2, 0)).astype(np.int64),
-            "mask_token_id": np.full((len(pairs), 1), self.mask_id, np.int64),
+            "mask_token_id": np.full((len(labels), 1), self.mask_id, np.int64),
         }
 
-    def _features(self, pairs, np_rng):
+    def _features(self, flat_ids, spans, np_rng):
         """Packs [CLS] A [SEP] B [SEP] and masks, vectorised over all instances of a unit."""
-        count, length, predictions = len(pairs), self.max_seq_length, self.max_predictions_per_seq
-        input_ids, input_mask, segment_ids, lengths, is_candidate = self._pack(pairs)
+        length, predictions = self.max_seq_length, self.max_predictions_per_seq
+        input_ids, input_mask, segment_ids, lengths, is_candidate, next_sentence_labels = self._pack(flat_ids, spans)
+        count = len(lengths)
         # Python's round() (half to even) as in Google's code; np.round agrees.
         num_to_predict = np.minimum(predictions, np.maximum(1, np.round(lengths * self.masked_lm_prob)))
         num_to_predict = num_to_predict.astype(np.int64)
@@ -216,7 +243,7 @@ class PretrainingInstanceMaker:
             "masked_lm_positions": positions,
             "masked_lm_ids": labels,
             "masked_lm_weights": valid.astype(np.float32),
-            "next_sentence_labels": np.array([int(pair[2]) for pair in pairs], np.int64).reshape(count, 1),
+            "next_sentence_labels": next_sentence_labels,
         }
 
     def _whole_word_positions(self, input_ids, is_candidate, num_to_predict, np_rng):
@@ -241,6 +268,21 @@ class PretrainingInstanceMaker:
                 positions[row, chosen : chosen + size] = np.arange(word_starts[word], word_ends[word])
                 chosen += size
         return positions
+
+
+def documents_of(row_splits, sentences_per_document):
+    """(start, offsets) per document for `instances_from_documents`, from the row splits of the
+    unit's tokenized sentences (in order) and each document's number of sentences: empty
+    sentences dropped (Google's reader skips them); a document without tokens has offsets [0]."""
+    documents, sentence = [], 0
+    for count in sentences_per_document:
+        splits = row_splits[sentence : sentence + count + 1]
+        start = splits[0]
+        # Empty sentences add no tokens: the others stay contiguous from `start`.
+        offsets = [0, *(end - start for begin, end in zip(splits, splits[1:]) if end > begin)]
+        documents.append((start, offsets))
+        sentence += count
+    return documents
 
 
 def _randint(rng, low, high):

@@ -6,6 +6,7 @@ faster on batches: use `tokenize_batch` / `tokenize_to_ids` for more than a hand
 
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer, load_vocab_list
@@ -36,16 +37,23 @@ class FullTokenizer:
         self._tokenize_fn = tf.function(
             lambda texts: self.text_tokenizer.tokenize(texts),
             input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False,  # straight-line ops: tracing without autograph saves a second per process
         )
 
     def tokenize_to_ids(self, texts):
         """list of str/bytes -> list of lists of ids."""
+        flat, splits = self.tokenize_to_flat_ids(texts)
+        flat, splits = flat.tolist(), splits.tolist()
+        return [flat[begin:end] for begin, end in zip(splits[:-1], splits[1:])]
+
+    def tokenize_to_flat_ids(self, texts):
+        """list of str/bytes -> (every text's ids one after another, row splits), numpy int64:
+        text i is `flat[splits[i]:splits[i + 1]]`."""
         if not texts:
-            return []
+            return np.zeros([0], np.int64), np.zeros([1], np.int64)
         texts = [convert_to_unicode(text).encode("utf-8") for text in texts]
         ids = self._tokenize_fn(tf.constant(texts, tf.string))
-        flat, splits = ids.flat_values.numpy().tolist(), ids.row_splits.numpy().tolist()
-        return [flat[begin:end] for begin, end in zip(splits[:-1], splits[1:])]
+        return ids.flat_values.numpy().astype(np.int64), ids.row_splits.numpy().astype(np.int64)
 
     def tokenize_batch(self, texts):
         """list of str/bytes -> list of lists of WordPiece token strings."""
