@@ -1,7 +1,7 @@
 """create_pretraining_data at scale: ours (1 and 2 local workers, Beam's DirectRunner) against
 Google's algorithm (tf-models-official's create_pretraining_data), in one run.
 
-    .venv/bin/python bench/create_pretraining_data_bench.py [--copies=4] [--dupe_factor=5]
+    .venv/bin/python bench/create_pretraining_data_bench.py [--copies=12] [--beam_copies=4] [--dupe_factor=5]
 
 Corpus: `--copies` copies of the real corpora in ../shared/data/corpus (Wikipedia excerpt, Brown,
 Jane Austen, Moby Dick: 13.7 MB a copy), one file. Ours runs as users run it, the command line in a
@@ -9,7 +9,10 @@ fresh process: wall time from start to exit (start-up included), instances/s, an
 memory of the whole process tree (parent and workers), sampled every 0.1 s. Google's algorithm
 holds every instance of the corpus in memory before it writes one; it gets one copy of the corpus
 (the same text, its rate is per instance) and is timed in-process from raw text to closed file,
-its import and tokenizer excluded.
+its import and tokenizer excluded. The start-up of ours (Python and TensorFlow in each process,
+about 5 s) is measured on a two-document input and reported, with the rates after it. Beam's
+DirectRunner gets `--beam_copies`: with a fixed shard count it groups every record in memory
+before writing (distributed runners shuffle through disk or their service).
 """
 
 import argparse
@@ -125,25 +128,39 @@ def write_corpus(path, copies):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--copies", type=int, default=12)
+    parser.add_argument(
+        "--beam_copies", type=int, default=4, help="DirectRunner holds a run's records in memory: a smaller corpus"
+    )
     parser.add_argument("--vocab_file", default=None)
     parser.add_argument("--dupe_factor", type=int, default=5)
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--skip_model_garden", action="store_true")
     parser.add_argument("--skip_beam", action="store_true")
+    parser.add_argument("--skip_storage", action="store_true")
     args = parser.parse_args()
     vocab = args.vocab_file or default_vocab()
     if not all(os.path.isfile(os.path.join(CORPORA, name)) for name in NAMES):
         sys.exit(f"{CORPORA}: the shared corpora are missing")
     with tempfile.TemporaryDirectory() as tmp:
         corpus, one_copy = os.path.join(tmp, "corpus.txt"), os.path.join(tmp, "one_copy.txt")
+        beam_corpus, tiny = os.path.join(tmp, "beam_corpus.txt"), os.path.join(tmp, "tiny.txt")
         size = write_corpus(corpus, args.copies)
         write_corpus(one_copy, 1)
+        beam_size = write_corpus(beam_corpus, args.beam_copies)
+        with open(tiny, "w", encoding="utf-8") as writer:
+            writer.write("A first sentence.\nA second one.\n\nAnother document.\nIts end.\n")
         print(
-            f"corpus: {args.copies} copies of {', '.join(NAMES)} = {size / 1e6:.1f} MB; dupe_factor "
-            f"{args.dupe_factor}, max_seq_length {args.max_seq_length}; {os.cpu_count()} CPUs"
+            f"corpus: {args.copies} copies of {', '.join(NAMES)} = {size / 1e6:.1f} MB (Beam: {args.beam_copies} "
+            f"copies, {beam_size / 1e6:.1f} MB); dupe_factor {args.dupe_factor}, max_seq_length "
+            f"{args.max_seq_length}; {os.cpu_count()} CPUs"
         )
+        # The fixed cost of a run (start-up: Python, TensorFlow in each worker), from a two-document input.
+        startup = {
+            workers: run_ours(tiny, vocab, os.path.join(tmp, "tiny.tfrecord"), args, [f"--num_workers={workers}"])[1]
+            for workers in (1, 2)
+        }
         rows = []
         if not args.skip_model_garden:
             instances, seconds = run_model_garden(one_copy, vocab, os.path.join(tmp, "mg.tfrecord"), args)
@@ -153,13 +170,14 @@ def main():
             ("ours, 2 worker processes", ["--num_workers=2"]),
         ):
             rows.append((name, *run_ours(corpus, vocab, os.path.join(tmp, "out.tfrecord"), args, extra)))
+            os.remove(os.path.join(tmp, "out.tfrecord"))
         if not args.skip_beam:
             beam = "runner=DirectRunner,direct_num_workers=2,direct_running_mode=multi_processing"
             rows.append(
                 (
                     f"ours, Beam {beam}",
                     *run_ours(
-                        corpus,
+                        beam_corpus,
                         vocab,
                         os.path.join(tmp, "beam"),
                         args,
@@ -169,15 +187,44 @@ def main():
             )
         google_rate = rows[0][1] / rows[0][2] if not args.skip_model_garden else None
         one_rate = next(row[1] / row[2] for row in rows if row[0] == "ours, 1 process")
-        print("\n| run | instances | seconds | instances/s | vs Google's | vs 1 process | peak RSS |")
-        print("|---|---|---|---|---|---|---|")
+        fixed = {"ours, 1 process": startup[1], "ours, 2 worker processes": startup[2]}
+        one_steady = next(row[1] / (row[2] - startup[1]) for row in rows if row[0] == "ours, 1 process")
+        print(
+            f"\nstart-up (a two-document input, end to end): {startup[1]:.1f} s with 1 process, "
+            f"{startup[2]:.1f} s with 2 workers"
+        )
+        print(
+            "\n| run | instances | seconds | instances/s | vs Google's | vs 1 process | after start-up: instances/s, "
+            "vs 1 process | peak RSS |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
         for name, instances, seconds, peak in rows:
             rate = instances / seconds
             versus = f"{rate / google_rate:.1f}x" if google_rate else "-"
+            steady = "-"
+            if name in fixed:
+                steady_rate = instances / (seconds - fixed[name])
+                steady = f"{steady_rate:,.0f}, {steady_rate / one_steady:.2f}x"
             print(
                 f"| {name} | {instances:,} | {seconds:.1f} | {rate:,.0f} | {versus} | {rate / one_rate:.2f}x | "
-                f"{'-' if peak is None else f'{peak / 2**30:.2f} GB'} |"
+                f"{steady} | {'-' if peak is None else f'{peak / 2**30:.2f} GB'} |"
             )
+        if not args.skip_storage:
+            storage(one_copy, vocab, tmp, args)
+
+
+def storage(corpus, vocab, tmp, args):
+    """Bytes on disk for one copy of the corpus: static masking at Google's dupe_factor 10 against
+    dynamic masking, which writes each instance once and masks it anew at every read."""
+    print("\n| one copy of the corpus | instances | bytes on disk |")
+    print("|---|---|---|")
+    for name, extra in (
+        ("static masking, --dupe_factor=10", ["--dupe_factor=10"]),
+        ("--dynamic_masking, --dupe_factor=1", ["--dupe_factor=1", "--dynamic_masking"]),
+    ):
+        output = os.path.join(tmp, "storage.tfrecord")
+        instances, _, _ = run_ours(corpus, vocab, output, args, ["--num_workers=2", *extra])
+        print(f"| {name} | {instances:,} | {os.path.getsize(output) / 1e6:,.1f} MB |")
 
 
 if __name__ == "__main__":

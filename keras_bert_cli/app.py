@@ -44,6 +44,9 @@ NATIVE_NOISE = re.compile(
 )
 
 
+_STOP_LINE = b"\0end of the stderr filter\n"
+
+
 def filter_native_stderr():
     """File descriptor 2 (TensorFlow's C++ logs, and worker processes') goes through a thread that
     drops NATIVE_NOISE; Python's own stderr writes to the terminal directly."""
@@ -51,13 +54,17 @@ def filter_native_stderr():
     sys.stderr.flush()
     read, write = os.pipe()
     os.dup2(write, 2)
-    os.close(write)
+    # Kept to end the pump: multiprocessing's resource tracker inherits fd 2 and outlives us, so
+    # the pipe would reach its end only when it exits.
+    stop_writer = write
     sys.stderr = open(original, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
     logging.get_absl_handler().python_handler.stream = sys.stderr  # absl keeps the stream it started with
 
     def pump():
         with os.fdopen(read, "rb") as pipe:
             for line in pipe:
+                if line == _STOP_LINE:
+                    return
                 if not NATIVE_NOISE.match(line.decode("utf-8", "replace")):
                     os.write(original, line)
 
@@ -66,7 +73,9 @@ def filter_native_stderr():
 
     def restore():
         sys.stderr.flush()
-        os.dup2(original, 2)  # the pipe's last writer here closes; workers' copies close as they exit
+        os.dup2(original, 2)
+        os.write(stop_writer, _STOP_LINE)  # after everything written before it (workers have exited)
+        os.close(stop_writer)
         thread.join(timeout=2)
 
     atexit.register(restore)
