@@ -43,10 +43,11 @@ def google_model_dir(root):
 def options(model_dir, output_dir, **overrides):
     from keras_bert_impl.runners.finetuning import FineTuningOptions
 
+    # model_dir None: the overrides name the config, vocabulary and checkpoint (or random weights).
     values = dict(
-        bert_config_file=os.path.join(model_dir, "bert_config.json"),
-        vocab_file=os.path.join(model_dir, "vocab.txt"),
-        init_checkpoint=os.path.join(model_dir, "bert_model.ckpt"),
+        bert_config_file=model_dir and os.path.join(model_dir, "bert_config.json"),
+        vocab_file=model_dir and os.path.join(model_dir, "vocab.txt"),
+        init_checkpoint=model_dir and os.path.join(model_dir, "bert_model.ckpt"),
         output_dir=output_dir,
         do_lower_case=True,
         max_seq_length=128,
@@ -65,17 +66,17 @@ def options(model_dir, output_dir, **overrides):
     return FineTuningOptions(**values)
 
 
-def run_mrpc(model_dir, root, log):
+def run_mrpc(model_dir, root, log, **overrides):
     from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
     processor = ClassificationProcessor.for_task("MRPC", os.path.join(SHARED_DATA, "MRPC"))
     return run_classifier(
-        options(model_dir, os.path.join(root, "mrpc")), "MRPC", processor.data_dir, processor, log=log
+        options(model_dir, os.path.join(root, "mrpc"), **overrides), "MRPC", processor.data_dir, processor, log=log
     ).eval
 
 
-def run_sst2(model_dir, root, log, sentences=4000, seed=12345):
+def run_sst2(model_dir, root, log, sentences=4000, seed=12345, **overrides):
     from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
@@ -91,7 +92,9 @@ def run_sst2(model_dir, root, log, sentences=4000, seed=12345):
     with open(os.path.join(data, "dev.tsv"), "w", encoding="utf-8") as writer:
         writer.write(dev)
     processor = ClassificationProcessor.for_task("SST-2", data)
-    return run_classifier(options(model_dir, os.path.join(root, "sst2")), "SST-2", data, processor, log=log).eval
+    return run_classifier(
+        options(model_dir, os.path.join(root, "sst2"), **overrides), "SST-2", data, processor, log=log
+    ).eval
 
 
 def run_conll(model_dir, root, log, sentences=5000):

@@ -102,58 +102,23 @@ def ours(layers, hidden, heads, batch_size, steps, jit, policy):
 
 
 def model_garden(layers, hidden, heads, batch_size, steps, jit, policy):
-    import tf_keras
-    from official.nlp.modeling import models, networks
+    """tf-models-official as its trainers run it: the whole step (forward, backward, clipping,
+    AdamWeightDecay's update) in one tf.function, `steps` steps per call (tests/model_garden_reference)."""
+    from keras_bert_impl.models.bert_config import BertConfig
+    from tests.model_garden_reference import ModelGardenPretraining
 
-    tf_keras.mixed_precision.set_global_policy(policy)
-    encoder = networks.BertEncoder(
+    config = BertConfig(
         vocab_size=VOCAB,
         hidden_size=hidden,
-        num_layers=layers,
+        num_hidden_layers=layers,
         num_attention_heads=heads,
-        inner_dim=4 * hidden,
-        max_sequence_length=512,
+        intermediate_size=4 * hidden,
         type_vocab_size=2,
     )
-    pretrainer = models.BertPretrainerV2(encoder_network=encoder, classification_heads=[_mg_nsp_head(hidden)])
-    optimizer = tf_keras.optimizers.experimental.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6)
-    data = batch_of(batch_size)
-    inputs = {
-        "input_word_ids": data["input_ids"],
-        "input_mask": data["input_mask"],
-        "input_type_ids": data["segment_ids"],
-        "masked_lm_positions": data["masked_lm_positions"],
-    }
-
-    @tf.function(jit_compile=jit)
-    def step():
-        with tf.GradientTape() as tape:
-            outputs = pretrainer(inputs, training=True)
-            logits = {k: tf.cast(v, tf.float32) for k, v in outputs.items()}
-            mlm = tf_keras.losses.sparse_categorical_crossentropy(
-                data["masked_lm_ids"], logits["mlm_logits"], from_logits=True
-            )
-            nsp = tf_keras.losses.sparse_categorical_crossentropy(
-                data["next_sentence_labels"][:, 0], logits["next_sentence"], from_logits=True
-            )
-            loss = tf.reduce_mean(mlm) + tf.reduce_mean(nsp)
-        gradients = tape.gradient(loss, pretrainer.trainable_variables)
-        gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
-        return gradients, loss
-
-    def train():
-        gradients, loss = step()
-        optimizer.apply_gradients(zip(gradients, pretrainer.trainable_variables))
-        return loss
-
-    train()
-    return lambda: _timed(lambda: [train() for _ in range(steps)][-1].numpy()) / steps
-
-
-def _mg_nsp_head(hidden):
-    from official.nlp.modeling import layers
-
-    return layers.ClassificationHead(inner_dim=hidden, num_classes=2, name="next_sentence")
+    peer = ModelGardenPretraining(config, jit_compile=jit, policy=policy)
+    iterator = iter(tf.data.Dataset.from_tensors(batch_of(batch_size)).repeat())
+    peer.train(iterator, 1)  # warm-up: trace and compile
+    return lambda: _timed(lambda: peer.train(iterator, steps)) / steps
 
 
 def keras_hub(layers, hidden, heads, batch_size, steps, jit, policy):

@@ -1,0 +1,495 @@
+"""Pretraining quality on real text: BERT-mini from scratch, ours (static and dynamic masking)
+beside tf-models-official's own pretraining, held-out MLM/NSP curves; phase 2 at seq 512; and
+the pre-train-then-fine-tune gain on SST-2 (4,000 sentences) and MRPC.
+
+    .venv/bin/python bench/pretraining_quality.py [--work_dir=/tmp/pretraining_quality] [--steps=800]
+
+Data: the training part of each corpus in ../shared/data/corpus (every file before its held-out
+byte offset in heldout_split.json) and, for evaluation, the held-out tails; a WordPiece vocabulary
+learned from the training part (build_vocab.py); TFRecords from create_pretraining_data.py. Every
+run reads the same records in the same order (our tf.data pipeline, seed 12345) with the same
+config, batch, learning rate, warmup, linear decay, clipping and steps:
+
+- `ours_static`, `ours_dynamic`: run_pretraining (the library behind run_pretraining.py), held-out
+  evaluation every --eval_every steps (--eval_every_n_steps);
+- `model_garden`: tf-models-official's BertPretrainerV2 and official.nlp.optimization's AdamW, the
+  whole step in one tf.function (tests/model_garden_reference.ModelGardenPretraining);
+- `ours_tiny_static`: BERT-tiny (L2/H128) for the README's "healthy run" table;
+- `phase2`: ours_static's weights, 10% more steps at seq 512 with 80 predictions (fresh optimizer);
+- fine-tuning (run_classifier's library) from 0, 1/4, 1/2 and all of ours_static's steps.
+
+Each run is a subprocess that writes work_dir/results/NAME.json; a finished run is not repeated,
+so an interrupted bench resumes where it was (--rerun=NAME,... repeats some). The last stage draws
+docs/pretraining_quality.png and prints the README's tables.
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+CORPORA = os.path.join(REPO, "..", "shared", "data", "corpus")
+SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
+NAMES = ("wikipedia_excerpt.txt", "brown.txt", "jane_austen.txt", "moby_dick.txt")
+MODELS = {"mini": (4, 256, 4, 1024), "tiny": (2, 128, 2, 512)}  # layers, hidden, heads, intermediate
+PRETRAINING_RUNS = ("ours_static", "ours_dynamic", "model_garden", "ours_tiny_static")
+# Seeds per pretraining point (0 = random weights): the ends get several, for the spread.
+FINETUNE_SEEDS = {
+    "SST-2": {"0": (1, 2), "1/4": (1,), "1/2": (1,), "all": (1, 2)},
+    "MRPC": {"0": (1,), "1/4": (1,), "1/2": (1,), "all": (1, 2)},
+}
+TASKS = ("SST-2", "MRPC")
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def tool(name, *flags):
+    command = [sys.executable, os.path.join(REPO, "tfrecord_tools", name), *flags]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"failed: {' '.join(command)}\n{done.stderr[-3000:]}")
+    return done.stderr
+
+
+def make_data(work, args):
+    """The corpora split at their held-out offsets, a vocabulary from the training part, TFRecords."""
+    with open(os.path.join(CORPORA, "heldout_split.json"), encoding="utf-8") as reader:
+        split = json.load(reader)["files"]
+    # Documents of all four corpora shuffled into one file per part, as a Wikipedia dump's
+    # articles come in no order: the random next sentence of a unit then comes from any corpus,
+    # not the same novel (Google's draws it from the whole corpus).
+    parts = {"train": [], "heldout": []}
+    for name in NAMES:
+        with open(os.path.join(CORPORA, name), "rb") as reader:
+            text = reader.read()
+        offset = split[name]["heldout"]["byte_offset"] if name in split else heldout_offset(text)
+        for part, piece in (("train", text[:offset]), ("heldout", text[offset:])):
+            parts[part].extend(document for document in piece.split(b"\n\n") if document.strip())
+    for part, documents in parts.items():
+        random.Random(20261201).shuffle(documents)
+        os.makedirs(os.path.join(work, "text", part), exist_ok=True)
+        with open(os.path.join(work, "text", part, "shuffled.txt"), "wb") as writer:
+            writer.write(b"\n\n".join(document.strip(b"\n") for document in documents) + b"\n")
+    train, heldout = os.path.join(work, "text", "train", "*.txt"), os.path.join(work, "text", "heldout", "*.txt")
+    vocab = os.path.join(work, "vocab.txt")
+    if not os.path.exists(vocab):
+        log(f"learning a {args.vocab_size}-token vocabulary from the training part")
+        tool("build_vocab.py", f"--input_file={train}", f"--output_file={vocab}", f"--vocab_size={args.vocab_size}")
+    records = {
+        "train_static_128": (train, 128, 20, [f"--dupe_factor={args.dupe_factor}"]),
+        "train_dynamic_128": (train, 128, 20, ["--dupe_factor=1", "--dynamic_masking"]),
+        "heldout_128": (heldout, 128, 20, ["--dupe_factor=1", "--random_seed=7"]),
+        "train_static_512": (train, 512, 80, ["--dupe_factor=1"]),
+        "heldout_512": (heldout, 512, 80, ["--dupe_factor=1", "--random_seed=7"]),
+    }
+    counts = {}
+    for name, (text, length, predictions, extra) in records.items():
+        output = os.path.join(work, "records", f"{name}.tfrecord")
+        if not os.path.exists(output):
+            log(f"writing {name}")
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+            tool(
+                "create_pretraining_data.py",
+                f"--input_file={text}",
+                f"--output_file={output}",
+                f"--vocab_file={vocab}",
+                f"--max_seq_length={length}",
+                f"--max_predictions_per_seq={predictions}",
+                "--num_workers=2",
+                *extra,
+            )
+        counts[name] = sum(1 for _ in _records(output))
+    random_next = [
+        _next_sentence_label(record) for record in _records(os.path.join(work, "records", "heldout_128.tfrecord"))
+    ]
+    with open(vocab, encoding="utf-8") as reader:
+        vocab_size = sum(1 for _ in reader)
+    for name, (layers, hidden, heads, intermediate) in MODELS.items():
+        config = {
+            "vocab_size": vocab_size,
+            "hidden_size": hidden,
+            "num_hidden_layers": layers,
+            "num_attention_heads": heads,
+            "intermediate_size": intermediate,
+            "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.1,
+            "attention_probs_dropout_prob": 0.1,
+            "max_position_embeddings": 512,
+            "type_vocab_size": 2,
+            "initializer_range": 0.02,
+        }
+        with open(os.path.join(work, f"bert_config_{name}.json"), "w", encoding="utf-8") as writer:
+            json.dump(config, writer, indent=2)
+    share = sum(random_next) / len(random_next)
+    return {"vocab_size": vocab_size, "instances": counts, "nsp_majority": max(share, 1 - share)}
+
+
+def heldout_offset(text):
+    """heldout_split.json's rule for a file it does not list (Moby Dick): the byte offset of the
+    last round(5%) of the documents (blank-line separated)."""
+    starts, at_start = [], True
+    position = 0
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            if at_start:
+                starts.append(position)
+            at_start = False
+        else:
+            at_start = True
+        position += len(line)
+    return starts[len(starts) - round(0.05 * len(starts))]
+
+
+def _next_sentence_label(record):
+    import tensorflow as tf
+
+    return tf.train.Example.FromString(record).features.feature["next_sentence_labels"].int64_list.value[0]
+
+
+def _records(path):
+    import tensorflow as tf
+
+    return tf.data.TFRecordDataset(path).as_numpy_iterator()
+
+
+def pretraining_options(work, args, name, **overrides):
+    from keras_bert_impl.runners.run_pretraining import PretrainingOptions
+
+    values = dict(
+        bert_config_file=os.path.join(work, "bert_config_mini.json"),
+        input_file=os.path.join(work, "records", "train_static_128.tfrecord"),
+        eval_input_file=os.path.join(work, "records", "heldout_128.tfrecord"),
+        output_dir=os.path.join(run_root(work, args), "runs", name),
+        do_train=True,
+        do_eval=True,
+        max_seq_length=128,
+        max_predictions_per_seq=20,
+        train_batch_size=args.batch_size,
+        eval_batch_size=64,
+        learning_rate=args.learning_rate,
+        num_train_steps=args.steps,
+        num_warmup_steps=args.steps // 10,
+        save_checkpoints_steps=args.steps // 4,
+        iterations_per_loop=args.eval_every,
+        eval_every_n_steps=args.eval_every,
+        max_eval_steps=args.eval_batches,
+        log_every_seconds=30,
+    )
+    values.update(overrides)
+    return PretrainingOptions(**values)
+
+
+def curve_of(result):
+    """Held-out points and training speed from run_pretraining's RunResult."""
+    rates = [loop["examples_per_second"] for loop in result.train.history]
+    return {
+        "evaluations": [
+            {key: float(value) for key, value in evaluation.items() if isinstance(value, (int, float))}
+            | {"step": int(evaluation["step"])}
+            for evaluation in result.train.evaluations
+        ],
+        # The first loop traces the tf.function: the rate is over the others.
+        "examples_per_second": statistics.median(rates[1:] or rates),
+    }
+
+
+def run_ours(work, args, name):
+    from keras_bert_impl.runners.run_pretraining import run_pretraining
+
+    overrides = {}
+    if name == "ours_dynamic":
+        overrides["input_file"] = os.path.join(work, "records", "train_dynamic_128.tfrecord")
+    if name == "ours_tiny_static":
+        overrides["bert_config_file"] = os.path.join(work, "bert_config_tiny.json")
+    return curve_of(run_pretraining(pretraining_options(work, args, name, **overrides), log=log))
+
+
+def run_model_garden(work, args, name):
+    """tf-models-official's pretraining on our pipeline's batches (the same records, the same order)."""
+    from keras_bert_impl.models.bert_config import BertConfig
+    from keras_bert_impl.tasks.pretraining import PretrainingTask
+    from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
+    from tests.model_garden_reference import ModelGardenPretraining
+
+    config = BertConfig.from_json_file(os.path.join(work, "bert_config_mini.json"))
+    spec = PretrainingTask(config, 128, 20).feature_spec()
+    train = make_tfrecord_dataset(
+        [os.path.join(work, "records", "train_static_128.tfrecord")], spec, args.batch_size, True, seed=12345
+    )
+    heldout = make_tfrecord_dataset([os.path.join(work, "records", "heldout_128.tfrecord")], spec, 64, False).take(
+        args.eval_batches
+    )
+    peer = ModelGardenPretraining(config, args.learning_rate, args.steps, args.steps // 10)
+    iterator = iter(train)
+    evaluations, rates = [], []
+    for step in range(args.eval_every, args.steps + 1, args.eval_every):
+        start = time.perf_counter()
+        loss = peer.train(iterator, args.eval_every)
+        rates.append(args.eval_every * args.batch_size / (time.perf_counter() - start))
+        evaluations.append({"step": step, **peer.evaluate(heldout)})
+        log(f"model_garden step {step}/{args.steps} loss={loss:.4f} {rates[-1]:.1f} examples/s: {evaluations[-1]}")
+    return {"evaluations": evaluations, "examples_per_second": statistics.median(rates[1:] or rates)}
+
+
+def run_phase2(work, args, name):
+    """Phase 2 of the paper's recipe: ours_static's output, seq 512 and 80 predictions, 10% of
+    the steps of both phases, a fresh optimizer (Google's --init_checkpoint)."""
+    from keras_bert_impl.runners.run_pretraining import run_pretraining
+
+    steps = max(args.eval_every_512, round(args.steps / 9))
+    common = dict(
+        init_checkpoint=os.path.join(run_root(work, args), "runs", "ours_static"),
+        input_file=os.path.join(work, "records", "train_static_512.tfrecord"),
+        eval_input_file=os.path.join(work, "records", "heldout_512.tfrecord"),
+        max_seq_length=512,
+        max_predictions_per_seq=80,
+        train_batch_size=args.phase2_batch_size,
+        eval_batch_size=16,
+        num_train_steps=steps,
+        num_warmup_steps=steps // 10,
+        save_checkpoints_steps=steps,
+        iterations_per_loop=args.eval_every_512,
+        eval_every_n_steps=args.eval_every_512,
+    )
+    # Where phase 2 starts: phase 1's weights evaluated at 512 (positions beyond 128 untrained).
+    start = run_pretraining(
+        pretraining_options(work, args, name + "_start", **{**common, "do_train": False, "eval_every_n_steps": None}),
+        log=log,
+    ).eval
+    curve = curve_of(run_pretraining(pretraining_options(work, args, name, **common), log=log))
+    curve["evaluations"].insert(0, {**{k: float(v) for k, v in start.items() if k != "global_step"}, "step": 0})
+    curve["phase1_steps"] = args.steps
+    return curve
+
+
+def finetune(work, args, name):
+    """run_classifier on one task from one pretraining checkpoint (or none: random weights)."""
+    sys.path.insert(0, HERE)
+    import finetune_acceptance as acceptance
+
+    task, point, seed = name.split(":")[1:]
+    checkpoint = None
+    if point != "0":
+        step = {"1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}[point]
+        checkpoint = os.path.join(run_root(work, args), "runs", "ours_static", f"ckpt-{step}")
+    out = os.path.join(run_root(work, args), "finetune", name.replace(":", "_").replace("/", "of"))
+    overrides = dict(
+        bert_config_file=os.path.join(work, "bert_config_mini.json"),
+        vocab_file=os.path.join(work, "vocab.txt"),
+        init_checkpoint=checkpoint,
+        allow_random_weights=checkpoint is None,
+        learning_rate=args.finetune_learning_rate,
+        num_train_epochs=args.finetune_epochs,
+        max_seq_length=64 if task == "SST-2" else 128,
+        random_seed=int(seed),
+    )
+    runner = acceptance.run_sst2 if task == "SST-2" else acceptance.run_mrpc
+    results = runner(None, out, log, **overrides)
+    return {key: float(value) for key, value in results.items()}
+
+
+def worker(args):
+    """One run in this process: pretraining runs and fine-tuning runs keep no state between them."""
+    work, name = args.work_dir, args.worker
+    if name.startswith("finetune:"):
+        result = finetune(work, args, name)
+    elif name == "model_garden":
+        result = run_model_garden(work, args, name)
+    elif name == "phase2":
+        result = run_phase2(work, args, name)
+    else:
+        result = run_ours(work, args, name)
+    path = result_path(work, args, name)
+    with open(path + ".tmp", "w", encoding="utf-8") as writer:
+        json.dump(result, writer, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def run_root(work, args):
+    """Runs of one setting live apart; the data (which does not depend on it) is shared."""
+    return os.path.join(work, f"steps{args.steps}_lr{args.learning_rate}_batch{args.batch_size}")
+
+
+def result_path(work, args, name):
+    os.makedirs(os.path.join(run_root(work, args), "results"), exist_ok=True)
+    return os.path.join(run_root(work, args), "results", name.replace(":", "_").replace("/", "of") + ".json")
+
+
+def run_in_subprocess(args, name, rerun):
+    path = result_path(args.work_dir, args, name)
+    if os.path.exists(path) and name not in rerun:
+        return json.load(open(path, encoding="utf-8"))
+    log(f"run {name}")
+    argv = [arg for arg in sys.argv[1:] if not arg.startswith("--worker")]
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), *argv, f"--worker={name}"])
+    if done.returncode:
+        sys.exit(f"run {name} failed (exit {done.returncode})")
+    log(f"run {name} took {time.perf_counter() - start:.0f} s")
+    return json.load(open(path, encoding="utf-8"))
+
+
+def plot(results, finetuning, data, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = {
+        "ours_static": "ours, static masking",
+        "ours_dynamic": "ours, dynamic masking",
+        "model_garden": "tf-models-official BertPretrainerV2",
+        "ours_tiny_static": "ours, BERT-tiny (L2/H128), static",
+    }
+    styles = {"ours_static": "-", "ours_dynamic": "--", "model_garden": ":", "ours_tiny_static": "-."}
+    figure, axes = plt.subplots(1, 4, figsize=(20, 4.6))
+    panels = (
+        ("masked_lm_accuracy", "held-out MLM accuracy"),
+        ("masked_lm_loss", "held-out MLM loss"),
+        ("next_sentence_accuracy", "held-out NSP accuracy"),
+    )
+    for axis, (key, title) in zip(axes, panels):
+        for name, result in results.items():
+            if name == "phase2":
+                offset = result["phase1_steps"]
+                points = result["evaluations"]
+                axis.plot(
+                    [offset + p["step"] for p in points],
+                    [p[key] for p in points],
+                    "o-",
+                    markersize=3,
+                    color="black",
+                    label="ours, phase 2 (seq 512, 80 predictions, batch 16; held-out at 512)",
+                )
+                continue
+            points = result["evaluations"]
+            axis.plot([p["step"] for p in points], [p[key] for p in points], styles[name], label=labels[name])
+        if key == "next_sentence_accuracy":
+            axis.axhline(data["nsp_majority"], color="gray", linewidth=0.8, linestyle="--", label="majority class")
+            axis.legend(fontsize=7)
+        axis.set_title(title)
+        axis.set_xlabel("training step (batch 32)")
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    axis = axes[3]
+    for task, marker in zip(TASKS, "os"):
+        points = sorted(finetuning[task].items(), key=lambda item: item[1]["steps"])
+        steps = [p["steps"] for _, p in points]
+        means = [p["mean"] for _, p in points]
+        spreads = [p["sd"] for _, p in points]
+        axis.errorbar(steps, means, yerr=spreads, marker=marker, capsize=3, label=f"{task} dev accuracy")
+    axis.set_title("fine-tuned from the pretraining checkpoint")
+    axis.set_xlabel("pretraining steps (0 = random weights)")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    figure.savefig(path + ".tmp.png", dpi=110)
+    os.replace(path + ".tmp.png", path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work_dir", default="/tmp/pretraining_quality")
+    parser.add_argument("--steps", type=int, default=800)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--eval_every", type=int, default=100)
+    parser.add_argument("--eval_every_512", type=int, default=25)
+    parser.add_argument("--phase2_batch_size", type=int, default=16)
+    parser.add_argument(
+        "--eval_batches", type=int, default=16, help="held-out batches of 64 (16 at seq 512) per evaluation"
+    )
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--dupe_factor", type=int, default=3)
+    parser.add_argument("--finetune_learning_rate", type=float, default=1e-4)
+    parser.add_argument("--finetune_epochs", type=float, default=2.0)
+    parser.add_argument("--max_seeds", type=int, default=3, help="fine-tuning seeds per point at most")
+    parser.add_argument("--runs", default=",".join((*PRETRAINING_RUNS, "phase2", "finetune")))
+    parser.add_argument("--rerun", default="", help="comma list of runs to repeat although they have results")
+    parser.add_argument("--plot", default=os.path.join(REPO, "docs", "pretraining_quality.png"))
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+    if not all(os.path.isfile(os.path.join(CORPORA, name)) for name in NAMES):
+        sys.exit(f"{CORPORA}: the shared corpora are missing")
+    os.makedirs(args.work_dir, exist_ok=True)
+    data = make_data(args.work_dir, args)
+    log(f"vocabulary {data['vocab_size']} tokens; instances {data['instances']}")
+    runs, rerun = args.runs.split(","), set(filter(None, args.rerun.split(",")))
+    results = {name: run_in_subprocess(args, name, rerun) for name in (*PRETRAINING_RUNS, "phase2") if name in runs}
+    finetuning = {}
+    if "finetune" in runs:
+        steps = {"0": 0, "1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}
+        for task in TASKS:
+            finetuning[task] = {}
+            for point, seeds in FINETUNE_SEEDS[task].items():
+                seeds = seeds[: args.max_seeds]
+                accuracies = [
+                    run_in_subprocess(args, f"finetune:{task}:{point}:{seed}", rerun)["eval_accuracy"] for seed in seeds
+                ]
+                finetuning[task][point] = {
+                    "steps": steps[point],
+                    "accuracies": accuracies,
+                    "mean": statistics.mean(accuracies),
+                    "sd": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
+                }
+    report(results, finetuning, data, args)
+    if finetuning and all(name in results for name in PRETRAINING_RUNS):
+        plot(results, finetuning, data, args.plot)
+        log(f"wrote {args.plot}")
+
+
+def report(results, finetuning, data, args):
+    print(
+        f"\nBERT-mini L4/H256/A4/I1024, vocab {data['vocab_size']}, seq 128, 20 predictions, batch "
+        f"{args.batch_size}, lr {args.learning_rate} (warmup {args.steps // 10}, linear decay), {args.steps} steps; "
+        f"held-out: {data['instances']['heldout_128']:,} instances; training: "
+        f"{data['instances']['train_static_128']:,} static (dupe_factor {args.dupe_factor}), "
+        f"{data['instances']['train_dynamic_128']:,} dynamic; held-out NSP majority share {data['nsp_majority']:.4f}"
+    )
+    print("\n| run | step | held-out MLM accuracy | MLM loss | NSP accuracy | NSP loss | examples/s |")
+    print("|---|---|---|---|---|---|---|")
+    for name, result in results.items():
+        if name == "phase2":
+            continue
+        for point in result["evaluations"]:
+            if point["step"] in (args.steps // 4, args.steps // 2, args.steps):
+                print(
+                    f"| {name} | {point['step']} | {point['masked_lm_accuracy']:.4f} | {point['masked_lm_loss']:.3f} "
+                    f"| {point['next_sentence_accuracy']:.4f} | {point['next_sentence_loss']:.3f} | "
+                    f"{result['examples_per_second']:.1f} |"
+                )
+    if "phase2" in results:
+        points = results["phase2"]["evaluations"]
+        print("\n| phase 2 (seq 512) | held-out MLM accuracy at 512 | NSP accuracy | examples/s |")
+        print("|---|---|---|---|")
+        for point in (points[0], points[-1]):
+            print(
+                f"| +{point['step']} steps | {point['masked_lm_accuracy']:.4f} | "
+                f"{point['next_sentence_accuracy']:.4f} | {results['phase2']['examples_per_second']:.1f} |"
+            )
+    if finetuning:
+        print("\n| task | pretraining steps | dev accuracy, mean | sd | runs |")
+        print("|---|---|---|---|---|")
+        for task, points in finetuning.items():
+            for point in points.values():
+                print(
+                    f"| {task} | {point['steps']} | {point['mean']:.4f} | {point['sd']:.4f} | "
+                    f"{', '.join(f'{a:.4f}' for a in point['accuracies'])} |"
+                )
+
+
+if __name__ == "__main__":
+    main()
