@@ -9,17 +9,16 @@ import re
 import numpy as np
 
 
-def model_garden_encoder(config, google_weights, dropout=0.0):
-    """A tf_keras `official.nlp.modeling.networks.BertEncoder` with the given weights (dropout 0:
-    deterministic outputs for comparisons; the config's rates when it is fine-tuned)."""
+def model_garden_network(config, dropout=0.0, attention_dropout=None, **kwargs):
+    """A tf_keras `official.nlp.modeling.networks.BertEncoder` of `config` (its own initial weights),
+    with the config's activation spelled Model Garden's way."""
     from official.nlp.modeling import networks  # noqa: PLC0415 -- heavy; only the tests need it
 
-    kwargs = {}
     if config.hidden_act == "gelu_exact":
         kwargs["inner_activation"] = "gelu"  # the string means exact erf GELU in Model Garden
     elif config.hidden_act != "gelu":
         raise ValueError(f"no Model Garden reference for {config.hidden_act}")
-    encoder = networks.BertEncoder(
+    return networks.BertEncoder(
         vocab_size=config.vocab_size,
         hidden_size=config.hidden_size,
         num_layers=config.num_hidden_layers,
@@ -28,10 +27,15 @@ def model_garden_encoder(config, google_weights, dropout=0.0):
         max_sequence_length=config.max_position_embeddings,
         type_vocab_size=config.type_vocab_size,
         output_dropout=dropout,
-        attention_dropout=dropout,
-        dict_outputs=True,
+        attention_dropout=dropout if attention_dropout is None else attention_dropout,
         **kwargs,
     )
+
+
+def model_garden_encoder(config, google_weights, dropout=0.0):
+    """`model_garden_network` with the given weights (dropout 0: deterministic outputs for
+    comparisons; the config's rates when it is fine-tuned)."""
+    encoder = model_garden_network(config, dropout, dict_outputs=True)
     heads, head_size = config.num_attention_heads, config.hidden_size // config.num_attention_heads
     values = []
     for weight in encoder.weights:
@@ -108,22 +112,14 @@ class ModelGardenPretraining:
         import tensorflow as tf  # noqa: PLC0415
         import tf_keras  # noqa: PLC0415
         from official.nlp import optimization  # noqa: PLC0415
-        from official.nlp.modeling import layers, models, networks  # noqa: PLC0415
+        from official.nlp.modeling import layers, models  # noqa: PLC0415
 
         tf_keras.mixed_precision.set_global_policy(policy)
-        kwargs = {"inner_activation": "gelu"} if config.hidden_act == "gelu_exact" else {}
-        encoder = networks.BertEncoder(
-            vocab_size=config.vocab_size,
-            hidden_size=config.hidden_size,
-            num_layers=config.num_hidden_layers,
-            num_attention_heads=config.num_attention_heads,
-            inner_dim=config.intermediate_size,
-            max_sequence_length=config.max_position_embeddings,
-            type_vocab_size=config.type_vocab_size,
-            output_dropout=config.hidden_dropout_prob,
-            attention_dropout=config.attention_probs_dropout_prob,
+        encoder = model_garden_network(
+            config,
+            config.hidden_dropout_prob,
+            config.attention_probs_dropout_prob,
             initializer=tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            **kwargs,
         )
         head = layers.ClassificationHead(inner_dim=config.hidden_size, num_classes=2, name="next_sentence")
         self.model = models.BertPretrainerV2(encoder_network=encoder, classification_heads=[head])
