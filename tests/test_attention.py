@@ -80,3 +80,37 @@ def test_gelu_variants_match_their_formulas():
     assert np.abs(np.asarray(gelu_tanh(x)) - tanh).max() < 1e-6
     # The two differ by enough that a test using the wrong one fails.
     assert np.abs(exact - tanh).max() > 1e-4
+
+
+def test_dropout_drops_at_its_rate_and_keeps_the_expectation():
+    """16-bit keep-or-drop draws: every output is 0 or x / (1 - rate'), with rate' the 16-bit
+    rate; the dropped share is within 5 binomial sigmas of it; two calls differ; eval is identity."""
+    import tensorflow as tf
+
+    from keras_bert_impl.layers.dropout import Dropout
+
+    rate, shape = 0.1, (3, 4, 7, 7001)  # odd element count: the last 32-bit draw is half used
+    layer = Dropout(rate, seed=7, name="dropout")
+    x = np.random.default_rng(0).uniform(1.0, 2.0, shape).astype(np.float32)
+    quantised = round(rate * 65536) / 65536
+    first = layer(x, training=True).numpy()
+    ratio = first / x
+    kept = ratio > 0
+    np.testing.assert_allclose(ratio[kept], 1.0 / (1.0 - quantised), rtol=1e-6)
+    np.testing.assert_array_equal(ratio[~kept], 0.0)
+    n = x.size
+    assert abs((~kept).sum() - quantised * n) < 5 * np.sqrt(n * quantised * (1 - quantised))
+    # Neighbouring elements (the two halves of one draw) are independent: P(both dropped) = rate^2.
+    flat = ~kept.reshape(-1)[: n - n % 2].reshape(-1, 2)
+    both = np.mean(flat[:, 0] & flat[:, 1])
+    assert abs(both - quantised**2) < 5 * np.sqrt(quantised**2 / (n // 2))
+    assert not np.array_equal(layer(x, training=True).numpy(), first)  # the seed state advanced
+    np.testing.assert_array_equal(layer(x, training=False).numpy(), x)
+    # The gradient is the same mask and scale.
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = layer(xt, training=True)
+    gradient = tape.gradient(y, xt).numpy()
+    np.testing.assert_allclose(gradient, y.numpy() / x, rtol=1e-6)
+    assert Dropout.from_config(layer.get_config()).rate == rate

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertEmbeddings(keras.layers.Layer):
@@ -39,7 +41,7 @@ class BertEmbeddings(keras.layers.Layer):
             type_vocab_size, hidden_size, embeddings_initializer=initializer, name="token_type_embeddings"
         )
         self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+        self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, input_ids_shape, segment_ids_shape=None):
         self.word_embeddings.build(input_ids_shape)

@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.dropout import Dropout
+
 # Shape legend, as in Google's modeling.py:
 #   B = batch size (number of sequences)
 #   F = `from` sequence length (queries)
@@ -34,7 +36,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.key = keras.layers.Dense(width, kernel_initializer=initializer, name="key")
         self.value = keras.layers.Dense(width, kernel_initializer=initializer, name="value")
         self.attention_output = keras.layers.Dense(width, kernel_initializer=initializer, name="attention_output")
-        self.dropout = keras.layers.Dropout(dropout_rate, name="attention_probs_dropout")
+        self.dropout = Dropout(dropout_rate, name="attention_probs_dropout")
 
     def build(self, hidden_states_shape, input_mask_shape=None):
         for dense in (self.query, self.key, self.value):

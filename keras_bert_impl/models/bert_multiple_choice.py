@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.dropout import Dropout
 from keras_bert_impl.models.task_model import TaskModel, head_initializer
 
 
@@ -40,7 +41,7 @@ class BertMultipleChoice(TaskModel):
         inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name) for name in encoder.input}
         fold = _FoldChoices(name="fold_choices")
         pooled = encoder({name: fold(tensor) for name, tensor in inputs.items()})["pooled_output"]
-        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        dropout = Dropout(dropout_rate, name="classifier_dropout")
         scorer = keras.layers.Dense(1, kernel_initializer=head_initializer(encoder), name="choice_score")
         logits = _UnfoldChoices(num_choices, name="unfold_choices")(scorer(dropout(pooled)))
         kwargs.setdefault("name", "bert_multiple_choice")

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.layers.dropout import Dropout
 from keras_bert_impl.models.task_model import TaskModel, head_initializer
 
 
@@ -13,7 +14,7 @@ class BertTokenClassifier(TaskModel):
     def __init__(self, encoder, num_classes, dropout_rate=0.1, **kwargs):
         inputs = dict(encoder.input)
         sequence = encoder(inputs)["sequence_output"]
-        dropout = keras.layers.Dropout(dropout_rate, name="token_classifier_dropout")
+        dropout = Dropout(dropout_rate, name="token_classifier_dropout")
         classifier = keras.layers.Dense(
             num_classes, kernel_initializer=head_initializer(encoder), name="token_classifier"
         )
