@@ -42,6 +42,24 @@ def tiny_config():
     return BertConfig(**TINY_CONFIG)
 
 
+def tiny_bert_config(vocab_size, max_position_embeddings=64, **overrides):
+    """The tiny odd-sized config for a test's own vocabulary (hidden 32, 2 layers, 4 heads,
+    intermediate 37), with `overrides`."""
+    return BertConfig(
+        **{**TINY_CONFIG, "vocab_size": vocab_size, "max_position_embeddings": max_position_embeddings, **overrides}
+    )
+
+
+def subprocess_env(**extra):
+    """The environment of a tool run in a subprocess: this repository importable, no TF_CONFIG
+    inherited, the tool's own log defaults (unless `extra` sets them)."""
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    env.pop("TF_CONFIG", None)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    env.update(extra)
+    return env
+
+
 def make_inputs(batch=BATCH, seq=SEQ, vocab=TINY_CONFIG["vocab_size"], lengths=None, seed=0):
     """Random ids with a padding mask of the given real lengths (default: one of each kind)."""
     rng = np.random.default_rng(seed)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
-from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.runners.finetuning import FineTuningOptions
+from tests.conftest import tiny_bert_config
 
 WORDS = [
     "good",
@@ -47,15 +47,7 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
 def model_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("model")
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-    )
+    config = tiny_bert_config(len(VOCAB))
     config.to_json_file(str(root / "bert_config.json"))
     import keras
 

@@ -1,10 +1,15 @@
-"""A tiny pretraining set-up shared by the run_pretraining tests: config, vocab, TFRecords."""
+"""A tiny pretraining set-up shared by the run_pretraining tests: config, vocab, TFRecords; and
+the kill -9 then resume harness."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 
-from keras_bert_impl.models.bert_config import BertConfig
+from tests.conftest import tiny_bert_config
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
 MAX_SEQ, MAX_PRED = 24, 4
@@ -29,16 +34,8 @@ def make_pretraining_setup(root, dropout=0.1, seed=0):
         writer.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
     with open(paths["corpus.txt"], "w") as writer:
         writer.write("\n".join(lines) + "\n")
-    BertConfig(
-        vocab_size=65,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-        max_position_embeddings=32,
-        type_vocab_size=2,
+    tiny_bert_config(
+        65, max_position_embeddings=32, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout
     ).to_json_file(paths["bert_config.json"])
     options = PretrainingDataOptions(
         vocab_file=paths["vocab.txt"],
@@ -74,3 +71,28 @@ def pretraining_flags(paths, output_dir, **overrides):
 
 def as_argv(flags):
     return [f"--{name}={value}" for name, value in flags.items()]
+
+
+def kill_9_and_resume(runner, flags, output_dir, env, when="ckpt-15.index"):
+    """Runs `runner` with `flags` into `output_dir`, SIGKILLs it once `when` is written there and
+    runs the same command again. Returns the newest checkpoint the kill left and the resumed run."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    command = [sys.executable, runner, *as_argv({**flags, "output_dir": output_dir})]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and not os.path.exists(os.path.join(output_dir, when)):
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    last = tf.train.latest_checkpoint(str(output_dir))
+    return last, subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+def assert_same_checkpoints(expected, actual):
+    """Every variable of checkpoint `expected` equals `actual`'s, bit for bit."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    want, got = tf.train.load_checkpoint(str(expected)), tf.train.load_checkpoint(str(actual))
+    for name in want.get_variable_to_shape_map():
+        assert np.array_equal(want.get_tensor(name), got.get_tensor(name)), name

@@ -19,7 +19,7 @@ import pytest
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, tiny_bert_config
 from tests.finetuning_fixtures import VOCAB
 from tests.pretraining_fixtures import MAX_PRED, MAX_SEQ, make_pretraining_setup
 
@@ -53,15 +53,7 @@ class World:
         good = root / "good"
         good.mkdir()
         (good / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-        config = BertConfig(
-            vocab_size=len(VOCAB),
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            intermediate_size=37,
-            max_position_embeddings=64,
-            type_vocab_size=2,
-        )
+        config = tiny_bert_config(len(VOCAB))
         config.to_json_file(str(good / "bert_config.json"))
         save_google_checkpoint(BertEncoder.from_bert_config(config), str(good / "bert_model.ckpt"))
         self.good = good

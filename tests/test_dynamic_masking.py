@@ -3,18 +3,15 @@ deterministic under the seed, the static schema downstream, and an exact resume 
 
 import collections
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
-from tests.conftest import REPO_ROOT
-from tests.pretraining_fixtures import as_argv, pretraining_flags
+from tests.conftest import REPO_ROOT, subprocess_env, tiny_bert_config
+from tests.pretraining_fixtures import as_argv, assert_same_checkpoints, kill_9_and_resume, pretraining_flags
 from tfrecord_tools import feature_specs
 from tfrecord_tools.dynamic_masking import masker
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
@@ -156,27 +153,12 @@ def test_the_pipeline_gives_the_static_schema(corpus):
     assert os.path.getsize(ten) > 8 * os.path.getsize(dynamic)
 
 
-def _env():
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
-    env.pop("TF_CONFIG", None)
-    return env
-
-
 def test_pretraining_on_dynamic_records_resumes_exactly_after_kill_9(corpus, tmp_path):
     root, vocab = corpus
     dynamic, _ = _make(root, "train_dynamic.tfrecord", dynamic_masking=True, dupe_factor=1)
-    from keras_bert_impl.models.bert_config import BertConfig
 
     config = root / "bert_config.json"
-    BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-    ).to_json_file(str(config))
+    tiny_bert_config(len(vocab)).to_json_file(str(config))
     paths = {"bert_config.json": str(config), "train.tfrecord": dynamic}
     flags = pretraining_flags(
         paths,
@@ -193,52 +175,24 @@ def test_pretraining_on_dynamic_records_resumes_exactly_after_kill_9(corpus, tmp
         [sys.executable, runner, *as_argv({**flags, "output_dir": tmp_path / "straight"})],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=subprocess_env(),
         timeout=300,
     )
     assert straight.returncode == 0, straight.stderr[-3000:]
     assert "masking in tf.data (dynamic masking)" in straight.stderr
     killed = tmp_path / "killed"
-    process = subprocess.Popen(
-        [sys.executable, runner, *as_argv({**flags, "output_dir": killed})],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 240
-    while time.time() < deadline and not (killed / "ckpt-15.index").exists():
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    resumed = subprocess.run(
-        [sys.executable, runner, *as_argv({**flags, "output_dir": killed})],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-    )
+    _, resumed = kill_9_and_resume(runner, flags, killed, subprocess_env())
     assert resumed.returncode == 0 and "resumed from" in resumed.stderr, resumed.stderr[-3000:]
-    want = tf.train.load_checkpoint(str(tmp_path / "straight" / "bert_model.ckpt"))
-    got = tf.train.load_checkpoint(str(killed / "bert_model.ckpt"))
-    for name in want.get_variable_to_shape_map():
-        assert np.array_equal(want.get_tensor(name), got.get_tensor(name)), name
+    assert_same_checkpoints(tmp_path / "straight" / "bert_model.ckpt", killed / "bert_model.ckpt")
 
 
 def test_masked_records_refuse_dynamic_masking_flags(corpus, tmp_path):
-    from keras_bert_impl.models.bert_config import BertConfig
     from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 
     root, vocab = corpus
     static, _ = _make(root, "flags_static.tfrecord", dupe_factor=1)
     config = tmp_path / "bert_config.json"
-    BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    ).to_json_file(str(config))
+    tiny_bert_config(len(vocab), num_hidden_layers=1).to_json_file(str(config))
     flags = pretraining_flags(
         {"bert_config.json": str(config), "train.tfrecord": static},
         str(tmp_path / "o"),

@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.serving.export import export_saved_model
 from keras_bert_impl.serving.packer import Packer
 from keras_bert_impl.tasks.registry import create_task
-from tests.conftest import REPO_ROOT, randomize_weights
+from tests.conftest import REPO_ROOT, randomize_weights, tiny_bert_config
 from tfrecord_tools.classification_data import pack_pairs, truncate_pair_from_end
 from tfrecord_tools.tokenization import FullTokenizer
 
@@ -58,15 +57,7 @@ TEXT_B = ["where ?", "the dog", "", "Héllo wörld"]
 def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=32,
-        type_vocab_size=2,
-    )
+    config = tiny_bert_config(len(VOCAB), max_position_embeddings=32)
     models = {}
     for model_type, labels in (
         ("encoder", None),

@@ -262,18 +262,21 @@ def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
     assert lines[0].split() == ["eu", "I-ORG", lines[0].split()[2]]
 
 
-def test_run_swag_accuracy(model_dir, tmp_path):
-    from keras_bert_impl.runners.run_swag import run_swag
-
+def _swag(tmp_path, endings=("sat on the mat .,ran far away .,is a film .,was awful .",) * 2):
+    """SWAG CSVs: 8 rows alternating two contexts, each with its four `endings` (one CSV string)."""
     header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
-    rows = [
-        "v,{i},x,the cat sat,the cat,gold,sat on the mat .,ran far away .,is a film .,was awful .,0",
-        "v,{i},x,the dog ran,the dog,gold,sat on the mat .,ran far away .,is a film .,was awful .,1",
-    ]
+    rows = [f"v,{{i}},x,the cat sat,the cat,gold,{endings[0]},0", f"v,{{i}},x,the dog ran,the dog,gold,{endings[1]},1"]
     data = tmp_path / "swag"
     data.mkdir()
     for name in ("train.csv", "val.csv"):
         (data / name).write_text(header + "\n".join(rows[i % 2].format(i=i) for i in range(8)) + "\n")
+    return data
+
+
+def test_run_swag_accuracy(model_dir, tmp_path):
+    from keras_bert_impl.runners.run_swag import run_swag
+
+    data = _swag(tmp_path)
     out = tmp_path / "swag_out"
     results = run_swag(
         _options(

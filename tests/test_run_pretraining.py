@@ -4,11 +4,9 @@ import collections
 import dataclasses
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -22,9 +20,15 @@ from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
 from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, subprocess_env
 from tests.google_weights_fixture import random_google_weights
-from tests.pretraining_fixtures import as_argv, make_pretraining_setup, pretraining_flags
+from tests.pretraining_fixtures import (
+    as_argv,
+    assert_same_checkpoints,
+    kill_9_and_resume,
+    make_pretraining_setup,
+    pretraining_flags,
+)
 
 RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")
 HELPER = os.path.join(REPO_ROOT, "tests", "pretraining_worker.py")
@@ -36,10 +40,7 @@ def setup(tmp_path_factory):
 
 
 def _env(**extra):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO_ROOT)
-    env.pop("TF_CONFIG", None)
-    env.update(extra)
-    return env
+    return subprocess_env(TF_CPP_MIN_LOG_LEVEL="2", **extra)
 
 
 def test_loss_falls_and_eval_results_have_google_keys(setup, tmp_path):
@@ -151,27 +152,9 @@ def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(setup, tmp_path
     assert run.returncode == 0, run.stderr[-3000:]
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen(
-        [sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 240
-    while time.time() < deadline and not (killed / "ckpt-15.index").exists():
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    last = tf.train.latest_checkpoint(str(killed))
+    last, resume = kill_9_and_resume(RUNNER, flags, killed, _env())
     assert last is not None and not last.endswith("ckpt-60")
     resumed_from = int(last.rsplit("-", 1)[1])
-    resume = subprocess.run(
-        [sys.executable, RUNNER, *as_argv({**flags, "output_dir": killed})],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
     assert resume.returncode == 0, resume.stderr[-3000:]
     assert f"at step {resumed_from}" in resume.stderr
     steps = [
@@ -181,10 +164,7 @@ def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(setup, tmp_path
     ]
     assert steps[0] == resumed_from + 1 and steps[-1] == 60  # no step before the checkpoint trained twice
     # Same weights, optimizer state, data position and dropout randomness: identical final weights.
-    final_straight = tf.train.load_checkpoint(str(straight / "bert_model.ckpt"))
-    final_resumed = tf.train.load_checkpoint(str(killed / "bert_model.ckpt"))
-    for name in final_straight.get_variable_to_shape_map():
-        assert np.array_equal(final_straight.get_tensor(name), final_resumed.get_tensor(name)), name
+    assert_same_checkpoints(straight / "bert_model.ckpt", killed / "bert_model.ckpt")
 
 
 def test_init_from_google_checkpoint_and_from_ours(setup, tmp_path):

@@ -13,18 +13,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, subprocess_env
 from tests.finetuning_fixtures import _mrpc, model_dir  # noqa: F401 -- model_dir: a fixture
 from tests.pretraining_fixtures import as_argv, make_pretraining_setup, pretraining_flags
 
 PRETRAINING = os.path.join(REPO_ROOT, "run_pretraining.py")
-
-
-def _env():
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
-    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    env.pop("TF_CONFIG", None)
-    return env
 
 
 def _start(args):
@@ -34,7 +27,7 @@ def _start(args):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=subprocess_env(),
         start_new_session=True,
     )
 
@@ -143,7 +136,11 @@ def test_pretraining_sigterm_says_where_it_stopped_and_resumes(setup, tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith(f"ckpt-{step}")
     assert not _temporaries(tmp_path / "run")
     resumed = subprocess.run(
-        [sys.executable, PRETRAINING, *as_argv(flags)], capture_output=True, text=True, env=_env(), timeout=300
+        [sys.executable, PRETRAINING, *as_argv(flags)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"at step {step}" in resumed.stderr and " step 800/800 " in resumed.stderr
@@ -203,7 +200,7 @@ def test_kill_9_while_writing_a_checkpoint_keeps_the_previous_one(setup, tmp_pat
         [sys.executable, PRETRAINING, *as_argv({**flags, "output_dir": tmp_path / "straight"})],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=subprocess_env(),
         timeout=300,
     )
     assert straight.returncode == 0, straight.stderr[-3000:]
@@ -216,7 +213,7 @@ def test_kill_9_while_writing_a_checkpoint_keeps_the_previous_one(setup, tmp_pat
         ],
         capture_output=True,
         text=True,
-        env={**_env(), "KILL_AT_SAVE": "2"},
+        env={**subprocess_env(), "KILL_AT_SAVE": "2"},
         timeout=300,
     )
     assert killed.returncode == -signal.SIGKILL
@@ -226,7 +223,7 @@ def test_kill_9_while_writing_a_checkpoint_keeps_the_previous_one(setup, tmp_pat
         [sys.executable, PRETRAINING, *as_argv({**flags, "output_dir": run})],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=subprocess_env(),
         timeout=300,
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
