@@ -76,10 +76,8 @@ def run_mrpc(model_dir, root, log, **overrides):
     ).eval
 
 
-def run_sst2(model_dir, root, log, sentences=4000, seed=12345, **overrides):
-    from keras_bert_impl.runners.run_classifier import run_classifier
-    from tfrecord_tools.classification_data import ClassificationProcessor
-
+def sst2_sample(root, sentences=4000, seed=12345):
+    """ROOT/sst2_data: `sentences` SST-2 training sentences drawn with `seed`, and the whole dev set."""
     data = os.path.join(root, "sst2_data")
     os.makedirs(data, exist_ok=True)
     with open(os.path.join(SHARED_DATA, "SST-2", "train.tsv"), encoding="utf-8") as reader:
@@ -91,6 +89,14 @@ def run_sst2(model_dir, root, log, sentences=4000, seed=12345, **overrides):
         dev = reader.read()
     with open(os.path.join(data, "dev.tsv"), "w", encoding="utf-8") as writer:
         writer.write(dev)
+    return data
+
+
+def run_sst2(model_dir, root, log, sentences=4000, seed=12345, **overrides):
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = sst2_sample(root, sentences, seed)
     processor = ClassificationProcessor.for_task("SST-2", data)
     return run_classifier(
         options(model_dir, os.path.join(root, "sst2"), **overrides), "SST-2", data, processor, log=log

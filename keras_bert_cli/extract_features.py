@@ -20,6 +20,9 @@ flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model
 flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
 flags.DEFINE_bool("allow_random_weights", False, "Extract even without --init_checkpoint (random weights).")
+flags.DEFINE_bool(
+    "pad_to_max_seq_length", False, "Pad every batch to --max_seq_length instead of cutting it to a length bucket."
+)
 flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility; extraction runs on the local device.")
 flags.DEFINE_string("master", None, "Accepted for compatibility.")
 flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility.")
@@ -41,6 +44,7 @@ def main(_):
         FLAGS.do_lower_case,
         FLAGS.batch_size,
         FLAGS.allow_random_weights,
+        FLAGS.pad_to_max_seq_length,
         log=app.Log(),
     )
 

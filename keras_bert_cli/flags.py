@@ -90,6 +90,24 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
     flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup for.")
     flags.DEFINE_string("export_dir", None, "After training, export a SavedModel that serves raw text here.")
     flags.DEFINE_bool("force", False, "Replace an existing --export_dir.")
+    flags.DEFINE_string(
+        "keep_best_checkpoint",
+        None,
+        "With --eval_every_n_steps: keep the checkpoint of the best evaluation by this metric (e.g. "
+        "eval_accuracy, eval_f1, f1 for SQuAD; lowest wins for a loss) in OUTPUT_DIR/best; evaluation, "
+        "prediction and export then use it.",
+    )
+    flags.DEFINE_integer(
+        "early_stopping_patience",
+        None,
+        "With --keep_best_checkpoint: stop training after this many evaluations without improvement.",
+    )
+    flags.DEFINE_bool(
+        "pad_to_max_seq_length",
+        False,
+        "Pad every batch to --max_seq_length (Google's fixed shapes); by default each batch is cut to "
+        "its longest input, rounded up to one of a few bucket lengths.",
+    )
     flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
 
 

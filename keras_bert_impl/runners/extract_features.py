@@ -10,10 +10,13 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.training.bucketing import prediction_batches
 from tfrecord_tools.classification_data import pack_pairs
 from tfrecord_tools.errors import UsageError
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
+# Examples bucketed together (in batches); their JSON lines still leave in input order.
+CHUNK_BATCHES = 32
 
 
 def read_lines(path):
@@ -27,8 +30,12 @@ def read_lines(path):
     return examples
 
 
-def extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length=128, batch_size=32):
-    """Yields Google's JSON objects (as OrderedDicts), one per example, in order."""
+def extract_features(
+    encoder, tokenizer, examples, layer_indexes, max_seq_length=128, batch_size=32, pad_to_max_seq_length=False
+):
+    """Yields Google's JSON objects (as OrderedDicts), one per example, in order. Examples go
+    in chunks of `CHUNK_BATCHES` batches, length-bucketed within a chunk (`training.bucketing`)
+    unless `pad_to_max_seq_length`."""
     num_layers = encoder.bert_config.num_hidden_layers
     for index in layer_indexes:
         if not -num_layers <= index < num_layers:
@@ -37,15 +44,32 @@ def extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length
     ids_b = tokenizer.tokenize_to_ids([b or "" for _, b in examples])
     ids_b = [ids if b is not None else None for ids, (_, b) in zip(ids_b, examples)]
     features = pack_pairs(ids_a, ids_b, max_seq_length, tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"])
-    run = tf.function(lambda inputs: [encoder(inputs, training=False)["encoder_outputs"][i] for i in layer_indexes])
-    for start in range(0, len(examples), batch_size):
-        batch = {name: value[start : start + batch_size].astype(np.int32) for name, value in features.items()}
-        layers = [layer.numpy() for layer in run(batch)]
-        for row in range(len(batch["input_ids"])):
-            length = int(batch["input_mask"][row].sum())
-            tokens = tokenizer.convert_ids_to_tokens(batch["input_ids"][row][:length].tolist())
+    runs = {}  # one tf.function per bucket length (static shapes, no retracing)
+
+    def run(batch):
+        shape = batch["input_ids"].shape
+        if shape not in runs:
+            runs[shape] = tf.function(
+                lambda inputs: [encoder(inputs, training=False)["encoder_outputs"][i] for i in layer_indexes]
+            )
+        return runs[shape](batch)
+
+    lengths = features["input_mask"].sum(axis=1)
+    chunk = CHUNK_BATCHES * batch_size
+    for chunk_start in range(0, len(examples), chunk):
+        chunk_lengths = lengths[chunk_start : chunk_start + chunk]
+        rows_of = {}  # example index -> (the layers of its batch, its row there)
+        for indices, length in prediction_batches(chunk_lengths, batch_size, max_seq_length, not pad_to_max_seq_length):
+            indices = indices + chunk_start
+            batch = {name: value[indices, :length].astype(np.int32) for name, value in features.items()}
+            layers = [layer.numpy() for layer in run(batch)]
+            rows_of.update((int(index), (layers, row)) for row, index in enumerate(indices))
+        for index in range(chunk_start, chunk_start + len(chunk_lengths)):
+            layers, row = rows_of.pop(index)
+            length = int(lengths[index])
+            tokens = tokenizer.convert_ids_to_tokens(features["input_ids"][index][:length].tolist())
             yield collections.OrderedDict(
-                linex_index=start + row,
+                linex_index=index,
                 features=[
                     collections.OrderedDict(
                         token=token,
@@ -72,6 +96,7 @@ def run_extract_features(
     do_lower_case=True,
     batch_size=32,
     allow_random_weights=False,
+    pad_to_max_seq_length=False,
     log=print,
 ):
     """extract_features.py: every check first, then one JSON line per input line, written atomically."""
@@ -121,7 +146,9 @@ def run_extract_features(
 
     progress = Progress(len(examples), "examples", log)
     with atomic_output(output_file) as writer:
-        records = extract_features(encoder, tokenizer, examples, layer_indexes, max_seq_length, batch_size)
+        records = extract_features(
+            encoder, tokenizer, examples, layer_indexes, max_seq_length, batch_size, pad_to_max_seq_length
+        )
         for done, record in enumerate(records, start=1):
             writer.write(json.dumps(record) + "\n")
             progress.update(done)

@@ -8,12 +8,13 @@ or a task of your own); run_squad and run_ner add their post-processing around t
 """
 
 import dataclasses
-import math
 import os
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.training.best_checkpoint import BestCheckpoint
+from keras_bert_impl.training.bucketing import PADDING_LOGIT, bucket_by_length, prediction_batches
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
@@ -34,16 +35,35 @@ class FineTuningOptions(RunOptions):
     warmup_proportion: float = 0.1
     export_dir: str = None
     force: bool = False  # replace an existing --export_dir
+    # Google's fixed [batch, max_seq_length] shapes instead of length-bucketed batches.
+    pad_to_max_seq_length: bool = False
+    # Keep the checkpoint of the best evaluation by this metric (needs --eval_every_n_steps) ...
+    keep_best_checkpoint: str = None
+    # ... and stop after this many evaluations without improvement.
+    early_stopping_patience: int = None
 
 
 class FineTuningRun(RunSetup):
     """The shared set-up plus the tokenizer, and the fine-tuning checks, all before heavy work."""
 
-    def __init__(self, options, log=print):
+    def __init__(self, options, log=print, eval_flag="do_eval"):
         from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
 
         if not (options.do_train or options.do_eval or options.do_predict):
             raise UsageError("at least one of --do_train, --do_eval or --do_predict must be True")
+        if options.early_stopping_patience is not None:
+            if options.early_stopping_patience < 1:
+                raise UsageError(f"--early_stopping_patience={options.early_stopping_patience}: must be at least 1")
+            if not options.keep_best_checkpoint:
+                raise UsageError(
+                    "--early_stopping_patience needs --keep_best_checkpoint=METRIC (the metric to watch), "
+                    "e.g. eval_accuracy"
+                )
+        if options.keep_best_checkpoint and options.do_train and not options.eval_every_n_steps:
+            raise UsageError(
+                f"--keep_best_checkpoint={options.keep_best_checkpoint} needs --eval_every_n_steps "
+                "(evaluations to choose from) and --do_eval"
+            )
         check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
         validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
         if options.export_dir:
@@ -54,7 +74,7 @@ class FineTuningRun(RunSetup):
                 )
         if options.num_train_epochs <= 0 and options.do_train:
             raise UsageError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
-        super().__init__(options, log)
+        super().__init__(options, log, eval_flag)
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
         self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
 
@@ -70,9 +90,16 @@ class FineTuningRun(RunSetup):
         return steps
 
     def restore_for_inference(self):
-        """Without --do_train: the newest checkpoint of --output_dir, else --init_checkpoint's
-        weights (with neither, the set-up refused the run unless random weights were allowed)."""
+        """Without --do_train: the best checkpoint of --output_dir (with --keep_best_checkpoint,
+        when one was kept), else its newest, else --init_checkpoint's weights (with none, the
+        set-up refused the run unless random weights were allowed)."""
         latest = self.trainer.restore_latest()
+        if self.options.keep_best_checkpoint:
+            best = BestCheckpoint(self.options.output_dir, self.options.keep_best_checkpoint, write=False)
+            path = best.restore(self.model)
+            if path:
+                self.log(f"restored the best checkpoint {path} ({best.metric} = {best.best_value:.4f})")
+                return
         if latest:
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
@@ -85,6 +112,14 @@ class FineTuningRun(RunSetup):
         options = self.options
         spec = self.task.feature_spec(is_training=True)
         feature_specs.check_records_match(path, spec, "training records", lengths_are_flags=False)
+        bucketing = None
+        # A TPU compiles the whole loop for one shape: it trains padded (it still predicts bucketed).
+        on_tpu = isinstance(self.strategy, tf.distribute.TPUStrategy)
+        if not options.pad_to_max_seq_length and not on_tpu:
+
+            def bucketing(dataset, batch_size, drop_remainder):
+                return bucket_by_length(dataset, self.task, batch_size, options.max_seq_length, drop_remainder)
+
         dataset = make_tfrecord_dataset(
             [path],
             spec,
@@ -93,10 +128,17 @@ class FineTuningRun(RunSetup):
             self.pipeline_id,
             self.num_pipelines,
             seed=options.random_seed,
+            bucketing=bucketing,
         )
         self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
         with reading([path]):
-            return self.trainer.train(dataset, num_train_steps, options.train_batch_size, eval_schedule=eval_schedule)
+            result = self.trainer.train(dataset, num_train_steps, options.train_batch_size, eval_schedule=eval_schedule)
+        best = result.best
+        if best is not None and best.best_step is not None and best.best_step != self.trainer.global_step:
+            # Evaluation, prediction and export from here on use the best model.
+            best.restore(self.model)
+            self.log(f"using the best checkpoint, of step {best.best_step} ({best.metric} = {best.best_value:.4f})")
+        return result
 
     def read_features(self, path, is_training=False):
         spec = self.task.feature_spec(is_training=is_training)
@@ -105,33 +147,54 @@ class FineTuningRun(RunSetup):
             return feature_specs.read_tfrecord(path, spec)
 
     def predict(self, features, batch_size):
-        """Model outputs for numpy `features`, as numpy arrays in input order."""
+        """Model outputs for numpy `features`, as numpy arrays in input order. Batches are
+        length-bucketed (sorted by length, each cut to its bucket) unless --pad_to_max_seq_length;
+        either way, sequence outputs hold `PADDING_LOGIT` beyond each input's length, so both
+        modes give the same outputs."""
         count = len(features["input_ids"])
-        # Whole batches only (static shapes, as TPUs need); the padding rows are dropped.
-        padded = math.ceil(count / batch_size) * batch_size
-        names = [name for name in features if name in ("input_ids", "input_mask", "segment_ids")]
-        inputs = {
-            name: np.concatenate(
-                [features[name].astype(np.int32), np.zeros((padded - count,) + features[name].shape[1:], np.int32)]
-            )
-            for name in names
-        }
-        step = tf.function(lambda batch: self.model(self.task.model_inputs(batch), training=False))
-        outputs = []
-        for batch in tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size):
-            outputs.append({name: value.numpy() for name, value in step(batch).items() if name != "encoder_outputs"})
-        if not outputs:
+        if not count:
             return {}
-        return {name: np.concatenate([output[name] for output in outputs])[:count] for name in outputs[0]}
+        names = [name for name in features if name in ("input_ids", "input_mask", "segment_ids")]
+        lengths = self.task.sequence_lengths({"input_mask": features["input_mask"]}).numpy()
+        max_seq_length = self.options.max_seq_length
+        batches = prediction_batches(lengths, batch_size, max_seq_length, not self.options.pad_to_max_seq_length)
+        # One tf.function per bucket length: static shapes for XLA and TPUs, and no retracing.
+        steps = {}
+        outputs = {}
+        for indices, length in batches:
+            if length not in steps:
+                steps[length] = tf.function(lambda batch: self.model(self.task.model_inputs(batch), training=False))
+            step = steps[length]
+            # Whole batches only (static shapes, as TPUs need); the padding rows are dropped.
+            rows = np.concatenate([indices, np.full(batch_size - len(indices), indices[0])])
+            batch = self.task.cut_to_length({name: features[name][rows].astype(np.int32) for name in names}, length)
+            for name, value in step(batch).items():
+                if name == "encoder_outputs":
+                    continue
+                value = value.numpy()[: len(indices)]
+                if name in self.task.sequence_output_names:
+                    value = _fill_beyond(value, lengths[indices], max_seq_length)
+                if name not in outputs:
+                    outputs[name] = np.zeros((count,) + value.shape[1:], value.dtype)
+                outputs[name][indices] = value
+        return outputs
 
     def evaluator(self, features, evaluate):
         """An `EvalSchedule` body: predicts `features` and hands the outputs to `evaluate`."""
         return lambda: evaluate(self.predict(features, self.options.eval_batch_size), features)
 
     def eval_schedule(self, features, evaluate):
+        """Evaluation during training on `features` (None unless --eval_every_n_steps)."""
         if not (self.options.do_eval and self.options.eval_every_n_steps):
             return None
-        return EvalSchedule(self.options.eval_every_n_steps, self.evaluator(features, evaluate))
+        return self.schedule_of(self.evaluator(features, evaluate))
+
+    def schedule_of(self, evaluate):
+        """An `EvalSchedule` of the flags around `evaluate()` (a metrics dict)."""
+        options = self.options
+        return EvalSchedule(
+            options.eval_every_n_steps, evaluate, options.keep_best_checkpoint, options.early_stopping_patience
+        )
 
     def write_results(self, results, name="eval_results.txt"):
         """Google's eval_results.txt, the log, and TensorBoard (`output_dir/eval`)."""
@@ -196,3 +259,11 @@ def run_finetuning(run, task, data, eval_split="dev", predict_split="test"):
                     writer.write("\t".join(str(float(value)) for value in row) + "\n")
         run.log(f"wrote {path}: {len(rows)} rows")
     return RunResult(train=trained, eval=results)
+
+
+def _fill_beyond(values, lengths, max_seq_length):
+    """[B, T, ...] outputs -> [B, max_seq_length, ...], `PADDING_LOGIT` at and beyond each length."""
+    filled = np.full((len(values), max_seq_length) + values.shape[2:], PADDING_LOGIT, values.dtype)
+    for row, length in enumerate(lengths):
+        filled[row, :length] = values[row, :length]
+    return filled

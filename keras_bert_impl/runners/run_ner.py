@@ -10,7 +10,6 @@ from keras_bert_impl.runners.finetuning import FineTuningRun
 from keras_bert_impl.runners.run_classifier import splits_wanted
 from keras_bert_impl.tasks.tagging import TaggingTask
 from keras_bert_impl.training.run_setup import RunResult
-from keras_bert_impl.training.trainer import EvalSchedule
 from tfrecord_tools.files import atomic_output
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_conll_data
 from tfrecord_tools.ner_data import SENTENCES_SUFFIX, read_sentences
@@ -95,7 +94,7 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
     if options.do_train:
         schedule = None
         if options.do_eval and options.eval_every_n_steps:
-            schedule = EvalSchedule(options.eval_every_n_steps, dev_metrics)
+            schedule = run.schedule_of(dev_metrics)
         trained = run.train(data.path("train"), steps, schedule)
     else:
         run.restore_for_inference()

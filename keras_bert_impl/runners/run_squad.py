@@ -97,7 +97,7 @@ def run_squad(
     for path, flag in ((train_file, "--train_file"), (predict_file, "--predict_file")):
         if path:
             check_readable_file(path, flag, "SQuAD JSON file")
-    run = FineTuningRun(options, log)
+    run = FineTuningRun(options, log, eval_flag="do_predict")
     warn = run.log_warning if verbose_logging else (lambda message: None)
     data = squad_data(
         run, data_dir, train_file, predict_file, version_2_with_negative, doc_stride, max_query_length, warn
@@ -109,53 +109,45 @@ def run_squad(
             "not found in its context)"
         )
     steps = run.build_for(task, data.meta.get("train_examples", 0) if options.do_train else 0)
-    trained = None
-    if options.do_train:
-        trained = run.train(data.path("train"), steps)
-    else:
-        run.restore_for_inference()
-    run.export()
-    if not options.do_predict:
-        return RunResult(train=trained)
-    examples, _ = read_squad_examples(predict_file, False, version_2_with_negative)
-    features = read_features_sidecar(data.sidecar("predict", FEATURES_SUFFIX))
-    arrays = run.read_features(data.path("predict"))
-    if len(features) != len(arrays["input_ids"]) or (
-        features and max(f.example_index for f in features) >= len(examples)
-    ):
-        raise UsageError(
-            f"{data.path('predict')}: its windows were not made from {predict_file}; pass the predict "
-            "file the data directory was made from"
-        )
-    log(f"predicting {len(examples)} questions in {len(features)} windows")
-    outputs = run.predict(arrays, options.predict_batch_size)
-    results = {
-        f.unique_id: (outputs["start_logits"][i].tolist(), outputs["end_logits"][i].tolist())
-        for i, f in enumerate(features)
-    }
+    if options.do_predict:
+        examples, _ = read_squad_examples(predict_file, False, version_2_with_negative)
+        features = read_features_sidecar(data.sidecar("predict", FEATURES_SUFFIX))
+        arrays = run.read_features(data.path("predict"))
+        if len(features) != len(arrays["input_ids"]) or (
+            features and max(f.example_index for f in features) >= len(examples)
+        ):
+            raise UsageError(
+                f"{data.path('predict')}: its windows were not made from {predict_file}; pass the predict "
+                "file the data directory was made from"
+            )
+        with open(predict_file, encoding="utf-8") as reader:
+            dataset = json.load(reader)["data"]
+        has_answers = any(qa.get("answers") for article in dataset for p in article["paragraphs"] for qa in p["qas"])
+        if options.eval_every_n_steps and not has_answers:
+            raise UsageError(f"--eval_every_n_steps: {predict_file} has no answers to evaluate against; drop the flag")
     splitter = run.tokenizer.text_tokenizer
-    predictions, nbest, null_odds = compute_predictions(
-        examples,
-        features,
-        results,
-        lambda texts: _split_words(splitter, texts),
-        n_best_size,
-        max_answer_length,
-        version_2_with_negative,
-        null_score_diff_threshold,
-    )
-    write_json(predictions, os.path.join(options.output_dir, "predictions.json"))
-    write_json(nbest, os.path.join(options.output_dir, "nbest_predictions.json"))
-    if version_2_with_negative:
-        write_json(null_odds, os.path.join(options.output_dir, "null_odds.json"))
-    with open(predict_file, encoding="utf-8") as reader:
-        dataset = json.load(reader)["data"]
-    if not any(qa.get("answers") for article in dataset for p in article["paragraphs"] for qa in p["qas"]):
-        return RunResult(train=trained)
-    evaluation = (
-        evaluate_v2(dataset, predictions, null_odds) if version_2_with_negative else evaluate_v1(dataset, predictions)
-    )
-    if version_2_with_negative:
+
+    def predict():
+        outputs = run.predict(arrays, options.predict_batch_size)
+        results = {
+            f.unique_id: (outputs["start_logits"][i].tolist(), outputs["end_logits"][i].tolist())
+            for i, f in enumerate(features)
+        }
+        return compute_predictions(
+            examples,
+            features,
+            results,
+            lambda texts: _split_words(splitter, texts),
+            n_best_size,
+            max_answer_length,
+            version_2_with_negative,
+            null_score_diff_threshold,
+        )
+
+    def evaluate(predictions, nbest, null_odds):
+        if not version_2_with_negative:
+            return evaluate_v1(dataset, predictions)
+        evaluation = evaluate_v2(dataset, predictions, null_odds)
         # The official threshold sweep only helps where predictions.json answered; swept over
         # every question's best non-null answer it finds the --null_score_diff_threshold to use.
         answers = {
@@ -166,8 +158,29 @@ def run_squad(
             evaluation[f"any_threshold_{key}"] = sweep[key]
         # The spans apart from the null decision: no null odds, so every question is answered.
         evaluation["best_non_null_HasAns_f1"] = evaluate_v2(dataset, answers)["HasAns_f1"]
+        return evaluation
+
+    trained = None
+    if options.do_train:
+        schedule = run.schedule_of(lambda: evaluate(*predict())) if options.eval_every_n_steps else None
+        trained = run.train(data.path("train"), steps, schedule)
+    else:
+        run.restore_for_inference()
+    run.export()
+    if not options.do_predict:
+        return RunResult(train=trained)
+    log(f"predicting {len(examples)} questions in {len(features)} windows")
+    predictions, nbest, null_odds = predict()
+    write_json(predictions, os.path.join(options.output_dir, "predictions.json"))
+    write_json(nbest, os.path.join(options.output_dir, "nbest_predictions.json"))
+    if version_2_with_negative:
+        write_json(null_odds, os.path.join(options.output_dir, "null_odds.json"))
+    if not has_answers:
+        return RunResult(train=trained)
+    evaluation = evaluate(predictions, nbest, null_odds)
+    if version_2_with_negative:
         all_null = 100.0 * evaluation.get("NoAns_total", 0) / max(evaluation["total"], 1)
-        if sweep["best_f1"] <= all_null + 1e-9:
+        if evaluation["any_threshold_best_f1"] <= all_null + 1e-9:
             log(
                 f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold}; no threshold "
                 f"beats predicting no answer at all here (F1 {all_null:.2f})"
@@ -175,7 +188,8 @@ def run_squad(
         else:
             log(
                 f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold}; the official "
-                f"sweep finds F1 {sweep['best_f1']:.2f} at --null_score_diff_threshold={sweep['best_f1_thresh']:.4f}"
+                f"sweep finds F1 {evaluation['any_threshold_best_f1']:.2f} at --null_score_diff_threshold="
+                f"{evaluation['any_threshold_best_f1_thresh']:.4f}"
             )
     write_json(evaluation, os.path.join(options.output_dir, "eval_results.json"))
     run.trainer.write_eval_summaries(evaluation)

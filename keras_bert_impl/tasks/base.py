@@ -10,6 +10,9 @@ A task says, for one kind of BERT problem:
   `denominators(features)` the counts. The Trainer sums both over all replicas before dividing, so
   any number of devices computes the loss of one device on the global batch; the loss is the sum
   of the loss terms;
+- **length**: `sequence_lengths(features)`, each example's real length, and
+  `cut_to_length(features, length)`, the features cut to a shorter length (length-bucketed
+  batches, `training.bucketing`); `sequence_output_names`, the outputs with a position axis;
 - **evaluation**: `evaluate(outputs, features)`, the task's metrics in numpy from the model's
   outputs on a whole split (`eval_loss` and e.g. accuracy); runners add what needs the raw data;
 - **serving**: `text_signature()` and `pack_text(packer, ...)` (what raw text a SavedModel takes and
@@ -75,6 +78,25 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def numerators(self, model, features, training):
         """{term name: sum over the batch} for every loss and metric term."""
+
+    # ---- length ---------------------------------------------------------------------------------
+
+    # Model outputs with a position axis ([B, T, ...]): filled beyond each input's length.
+    sequence_output_names: ClassVar[tuple] = ()
+
+    def sequence_features(self):
+        """Names of the features with a position axis (their last axis is max_seq_length)."""
+        spec = self.feature_spec(is_training=True) | self.feature_spec(is_training=False)
+        return [name for name, feature in spec.items() if list(feature.shape) == [self.max_seq_length]]
+
+    def sequence_lengths(self, features):
+        """Each example's real length (its `input_mask` ones): [B] for a batch, [] for one example."""
+        return tf.reduce_sum(tf.cast(tf.not_equal(features["input_mask"], 0), tf.int32), axis=-1)
+
+    def cut_to_length(self, features, length):
+        """`features` with every position axis cut to its first `length` positions."""
+        names = set(self.sequence_features())
+        return {name: value[..., :length] if name in names else value for name, value in features.items()}
 
     # ---- evaluation ---------------------------------------------------------------------------
 

@@ -40,6 +40,23 @@ class MultipleChoiceTask(Task):
             for name in MODEL_INPUT_NAMES
         }
 
+    def _by_choice(self, value):
+        """[..., C * T] -> [..., C, T]."""
+        return tf.reshape(value, tf.concat([tf.shape(value)[:-1], [self.num_choices, -1]], 0))
+
+    def sequence_lengths(self, features):
+        """The longest choice of each example."""
+        choices = tf.cast(tf.not_equal(self._by_choice(features["input_mask"]), 0), tf.int32)
+        return tf.reduce_max(tf.reduce_sum(choices, axis=-1), axis=-1)
+
+    def cut_to_length(self, features, length):
+        """Every choice cut to `length` ([..., C * length])."""
+
+        def cut(value):
+            return tf.reshape(self._by_choice(value)[..., :length], tf.concat([tf.shape(value)[:-1], [-1]], 0))
+
+        return {name: cut(value) if name in MODEL_INPUT_NAMES else value for name, value in features.items()}
+
     def numerators(self, model, features, training):
         logits = ops.cast(model(self.model_inputs(features), training=training)["logits"], "float32")
         labels = ops.reshape(features["label_ids"], (-1,))

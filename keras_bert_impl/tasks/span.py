@@ -14,6 +14,7 @@ class SpanTask(Task):
 
     name = "squad"
     loss_terms = {"loss_sum": "examples"}
+    sequence_output_names = ("start_logits", "end_logits")
 
     def __init__(self, bert_config, max_seq_length=384, max_query_length=64):
         super().__init__(bert_config, max_seq_length)

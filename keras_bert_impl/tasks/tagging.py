@@ -23,6 +23,7 @@ class TaggingTask(SingleTextMixin, Task):
     name = "ner"
     loss_terms = {"loss_sum": "label_weight"}
     metric_terms = {"accuracy": "label_weight"}
+    sequence_output_names = ("logits",)
 
     def __init__(self, bert_config, max_seq_length=128, label_names=None):
         if not label_names:

@@ -5,7 +5,8 @@ static batch shapes (`drop_remainder`, as TPUs need), parsing by the shared feat
 Google's or tf-models-official's feature names, and prefetch. With `example_fn` each record is
 parsed alone and transformed with its position in the stream before batching (dynamic masking:
 the position seeds the masks, so they are new at every read and the iterator's checkpoint
-restores them).
+restores them). With `bucketing` (`training.bucketing.bucket_by_length`) parsed examples go into
+length buckets and each batch is cut to its bucket's length.
 """
 
 import contextlib
@@ -41,6 +42,7 @@ def make_tfrecord_dataset(
     seed=None,
     drop_remainder=True,
     example_fn=None,
+    bucketing=None,
 ):
     """Batches of parsed features (int32 ids). Training data repeats and is shuffled; each
     input pipeline reads its own share of the files (of the records, if there are fewer files).
@@ -69,6 +71,10 @@ def make_tfrecord_dataset(
 
         dataset = dataset.enumerate().map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    elif bucketing is not None:
+        # Parsed many at a time (one parse op per record costs more), then bucketed one by one.
+        dataset = dataset.batch(256).map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+        dataset = bucketing(dataset, batch_size, drop_remainder)
     else:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

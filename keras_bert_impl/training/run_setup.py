@@ -84,7 +84,8 @@ def check_has_weights(options):
 class RunSetup:
     """Config, checks, dtype policy, seed and strategy of one run (see the module docstring)."""
 
-    def __init__(self, options, log=print):
+    def __init__(self, options, log=print, eval_flag="do_eval"):
+        """`eval_flag`: the flag that evaluates (run_squad evaluates with --do_predict)."""
         self.options = options
         self.log = log
         self.config = BertConfig.from_json_file(options.bert_config_file)
@@ -104,8 +105,8 @@ class RunSetup:
         if options.init_checkpoint:
             check_init_checkpoint(options.init_checkpoint, self.config, options.bert_config_file)
         check_has_weights(options)
-        if options.eval_every_n_steps and not (options.do_train and options.do_eval):
-            raise UsageError("--eval_every_n_steps needs --do_train and --do_eval")
+        if options.eval_every_n_steps and not (options.do_train and getattr(options, eval_flag)):
+            raise UsageError(f"--eval_every_n_steps needs --do_train and --{eval_flag}")
         keras.mixed_precision.set_global_policy(options.mixed_precision)
         keras.utils.set_random_seed(options.random_seed)
         self.strategy = get_distribution_strategy(

@@ -16,7 +16,8 @@ MirroredStrategy, MultiWorkerMirroredStrategy and TPUStrategy:
   a run killed at any moment resumes from its last checkpoint exactly where it was; Ctrl-C or
   SIGTERM between steps saves one more checkpoint first;
 - optional evaluation every N steps (`EvalSchedule`), with TensorBoard summaries in
-  `output_dir/eval` beside the training ones in `output_dir/train`;
+  `output_dir/eval` beside the training ones in `output_dir/train`; it can keep the best
+  checkpoint by one metric and stop early (`best_checkpoint.BestCheckpoint`);
 - a non-finite loss stops the run, naming the step, before anything is saved.
 
 `train` returns a `TrainResult`: the per-loop losses and metrics, the evaluations and the final step.
@@ -31,6 +32,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.training import stop
+from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
 from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_output
@@ -43,10 +45,14 @@ class NonFiniteLossError(UsageError):
 
 @dataclasses.dataclass
 class EvalSchedule:
-    """Evaluate every `every_n_steps` during training: `evaluate()` returns a metrics dict."""
+    """Evaluate every `every_n_steps` during training: `evaluate()` returns a metrics dict. With
+    `keep_best` (a metric name) the best evaluation's model is kept in output_dir/best; with
+    `patience` training stops after that many evaluations without improvement."""
 
     every_n_steps: int
     evaluate: object
+    keep_best: str = None
+    patience: int = None
 
 
 @dataclasses.dataclass
@@ -60,6 +66,8 @@ class TrainResult:
     resumed_from: str = None
     history: list = dataclasses.field(default_factory=list)
     evaluations: list = dataclasses.field(default_factory=list)
+    best: BestCheckpoint = None  # with EvalSchedule.keep_best
+    stopped_early: bool = False
 
     @property
     def last(self):
@@ -115,6 +123,7 @@ class Trainer:
         self._train_loop = tf.function(self._train_loop_fn)
         self._eval_step = tf.function(self._eval_step_fn, reduce_retracing=True)
         self._eval_writer = None
+        self._best = None
 
     # ---- the step -------------------------------------------------------------------------
 
@@ -320,6 +329,11 @@ class Trainer:
         if self.is_chief and self._summary_writer is None:
             self._summary_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
         result = TrainResult(final_step=self.global_step, start_step=self.global_step, resumed_from=restored)
+        if eval_schedule is not None and eval_schedule.keep_best:
+            result.best = BestCheckpoint(
+                self.output_dir, eval_schedule.keep_best, eval_schedule.patience, write=self.is_chief
+            )
+        self._best = result.best
         self._progress = _LoopProgress(num_train_steps, self.global_step, global_batch_size, self.log_every_seconds)
         try:
             self._train_until(num_train_steps, global_batch_size, eval_schedule, result)
@@ -371,6 +385,14 @@ class Trainer:
                 self._save()
             if every_eval and step % every_eval == 0 and step < num_train_steps:
                 result.evaluations.append(self._run_evaluation(eval_schedule))
+                if result.best is not None and result.best.should_stop:
+                    best = result.best
+                    self.log(
+                        f"early stopping at step {step}: {best.metric} has not improved for {best.patience} "
+                        f"evaluation(s); the best, {best.best_value:.4f}, was at step {best.best_step}"
+                    )
+                    result.stopped_early = True
+                    return
 
     def _log_progress(self, step, metrics):
         progress = self._progress
@@ -406,6 +428,9 @@ class Trainer:
         self.log(
             f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if _is_number(v))
         )
+        best = self._best
+        if best is not None and best.update(self.model, metrics, step):
+            self.log(f"best {best.metric} so far ({best.best_value:.4f}): kept in {best.directory}")
         return {"step": step, **metrics}
 
     def _interrupted(self, interrupt):
