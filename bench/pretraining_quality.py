@@ -184,6 +184,8 @@ def pretraining_options(work, args, name, **overrides):
         eval_every_n_steps=args.eval_every,
         max_eval_steps=args.eval_batches,
         log_every_seconds=30,
+        # Model Garden's peer reads the same batches in the same order: Google's fixed shapes.
+        pad_to_max_seq_length=True,
     )
     values.update(overrides)
     return PretrainingOptions(**values)

@@ -76,6 +76,12 @@ def define_training_flags(max_seq_length=128, learning_rate=5e-5, train_batch_si
         False,
         "Evaluate / predict / export even when neither --output_dir nor --init_checkpoint holds weights.",
     )
+    flags.DEFINE_bool(
+        "pad_to_max_seq_length",
+        False,
+        "Pad every batch to --max_seq_length (Google's fixed shapes); by default each (training) batch "
+        "is cut to its longest input, rounded up to one of a few bucket lengths.",
+    )
     define_distribution_flags()
 
 
@@ -101,12 +107,6 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
         "early_stopping_patience",
         None,
         "With --keep_best_checkpoint: stop training after this many evaluations without improvement.",
-    )
-    flags.DEFINE_bool(
-        "pad_to_max_seq_length",
-        False,
-        "Pad every batch to --max_seq_length (Google's fixed shapes); by default each batch is cut to "
-        "its longest input, rounded up to one of a few bucket lengths.",
     )
     flags.mark_flags_as_required(["bert_config_file", "vocab_file", "output_dir"])
 

@@ -125,3 +125,26 @@ def test_best_checkpoint_flags_are_checked_first(model_dir, tmp_path):  # noqa: 
         with pytest.raises(UsageError, match=message):
             FineTuningRun(_options(model_dir, tmp_path / "out", do_train=True, do_eval=True, **overrides))
     assert not (tmp_path / "out").exists()
+
+
+def test_squad_evaluates_during_training_and_keeps_the_best_f1(model_dir, tmp_path):  # noqa: F811
+    from keras_bert_impl.runners.run_squad import run_squad
+    from tests.test_finetuning_runners import _squad_file
+
+    path = _squad_file(tmp_path)
+    out = tmp_path / "squad"
+    options = _options(
+        model_dir, out, max_seq_length=24, do_train=True, do_predict=True, num_train_epochs=8.0, train_batch_size=3,
+        learning_rate=3e-3, eval_every_n_steps=2, iterations_per_loop=2, keep_best_checkpoint="f1",
+    )  # fmt: skip
+    squad = dict(version_2_with_negative=True, doc_stride=8, max_query_length=8, n_best_size=5, max_answer_length=6)
+    result = run_squad(options, str(path), str(path), **squad)
+    evaluations = result.train.evaluations
+    assert [e["step"] for e in evaluations] == [2, 4, 6, 8]
+    f1s = [e["f1"] for e in evaluations]
+    state = json.loads((out / "best" / "best.json").read_text())
+    assert state["best_value"] == pytest.approx(max(f1s))
+    assert state["best_step"] == evaluations[f1s.index(max(f1s))]["step"]
+    # predictions.json and eval_results.json come from the best model.
+    assert result.eval["f1"] == pytest.approx(max(f1s))
+    assert json.loads((out / "eval_results.json").read_text())["f1"] == pytest.approx(max(f1s))

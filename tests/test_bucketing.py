@@ -313,3 +313,50 @@ def test_bucketed_training_under_mirrored_matches_one_device(model_dir, tmp_path
     np.testing.assert_allclose(two["losses"], one["losses"], atol=1e-5)
     assert two["eval"]["eval_accuracy"] == one["eval"]["eval_accuracy"]
     assert two["eval"]["eval_loss"] == pytest.approx(one["eval"]["eval_loss"], abs=1e-5)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pretraining_batches_are_bucketed_with_their_predictions_inside(tmp_path, dynamic):
+    """Static and dynamic-masking records: each batch is cut to a bucket holding its longest
+    instance, and every masked position stays inside the cut."""
+    from keras_bert_impl.models.bert_config import BertConfig
+    from keras_bert_impl.tasks.pretraining import PretrainingTask
+    from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
+    from tests.pretraining_fixtures import MAX_PRED, MAX_SEQ, make_pretraining_setup
+    from tfrecord_tools import feature_specs
+
+    paths = make_pretraining_setup(str(tmp_path / "data"))
+    config = BertConfig.from_json_file(paths["bert_config.json"])
+    task = PretrainingTask(config, MAX_SEQ, MAX_PRED)
+    spec, example_fn, files = task.feature_spec(), None, [paths["train.tfrecord"]]
+    if dynamic:
+        from tfrecord_tools.dynamic_masking import masker
+        from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
+
+        files = [str(tmp_path / "dynamic.tfrecord")]
+        options = PretrainingDataOptions(
+            vocab_file=paths["vocab.txt"],
+            max_seq_length=MAX_SEQ,
+            max_predictions_per_seq=MAX_PRED,
+            dupe_factor=1,
+            short_seq_prob=0.5,
+            dynamic_masking=True,
+        )
+        create_pretraining_data([paths["corpus.txt"]], files, options, log=lambda message: None)
+        spec = feature_specs.dynamic_pretraining_spec(MAX_SEQ)
+        example_fn = masker(config.vocab_size, MAX_PRED, 0.15, False, 0)
+
+    def bucketing(dataset, batch_size, drop_remainder):
+        return bucket_by_length(dataset, task, batch_size, MAX_SEQ, drop_remainder)
+
+    dataset = make_tfrecord_dataset(files, spec, 3, True, seed=1, example_fn=example_fn, bucketing=bucketing)
+    widths = set()
+    for batch in dataset.take(40):
+        width = batch["input_ids"].shape[1]
+        longest = int(tf.reduce_max(tf.reduce_sum(batch["input_mask"], -1)))
+        assert width == min(b for b in bucket_lengths(MAX_SEQ) if b >= longest)
+        assert batch["input_mask"].shape == batch["segment_ids"].shape == (3, width)
+        assert batch["masked_lm_positions"].shape == (3, MAX_PRED)
+        assert int(tf.reduce_max(batch["masked_lm_positions"])) < width
+        widths.add(width)
+    assert len(widths) > 1  # short instances made shorter batches

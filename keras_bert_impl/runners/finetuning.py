@@ -35,8 +35,6 @@ class FineTuningOptions(RunOptions):
     warmup_proportion: float = 0.1
     export_dir: str = None
     force: bool = False  # replace an existing --export_dir
-    # Google's fixed [batch, max_seq_length] shapes instead of length-bucketed batches.
-    pad_to_max_seq_length: bool = False
     # Keep the checkpoint of the best evaluation by this metric (needs --eval_every_n_steps) ...
     keep_best_checkpoint: str = None
     # ... and stop after this many evaluations without improvement.

@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
 from keras_bert_impl.tasks.pretraining import PretrainingTask
+from keras_bert_impl.training.bucketing import bucket_by_length
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
@@ -22,6 +23,7 @@ class PretrainingData:
 
     def __init__(self, files, task, options, setup, is_training):
         self.files, self.options, self.setup, self.is_training = files, options, setup, is_training
+        self.task = task
         self.dynamic = feature_specs.is_dynamic_pretraining(feature_specs.detect_feature_names(files[0]))
         if self.dynamic:
             if not 0 < options.masked_lm_prob <= 1:
@@ -53,6 +55,16 @@ class PretrainingData:
                 options.do_whole_word_mask,
                 seed,
             )
+        bucketing = None
+        # Training batches are length-bucketed (20% of the positions at 512 are padding; see the
+        # README); evaluation reads Google's fixed shapes, so --max_eval_steps covers the same
+        # examples either way. A TPU compiles its loop for one shape: it trains padded.
+        on_tpu = isinstance(setup.strategy, tf.distribute.TPUStrategy)
+        if self.is_training and not options.pad_to_max_seq_length and not on_tpu:
+
+            def bucketing(dataset, batch_size, drop_remainder):
+                return bucket_by_length(dataset, self.task, batch_size, options.max_seq_length, drop_remainder)
+
         return make_tfrecord_dataset(
             self.files,
             self.spec,
@@ -62,6 +74,7 @@ class PretrainingData:
             setup.num_pipelines,
             seed=options.random_seed if self.is_training else None,
             example_fn=example_fn,
+            bucketing=bucketing,
         )
 
 

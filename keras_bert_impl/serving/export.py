@@ -27,7 +27,7 @@ from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_directory, check_readable_file, check_writable
 
 
-def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length=False, force=False):
+def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length=True, force=False):
     """Writes the SavedModel of `model` (built by `task`) to `export_dir`: a temporary directory
     first, renamed when complete; an existing `export_dir` is replaced only with `force`."""
     check_writable(export_dir, "--export_dir", kind="replaced")
@@ -82,7 +82,7 @@ def build_and_export(
     num_choices=4,
     max_seq_length=128,
     max_query_length=64,
-    variable_seq_length=False,
+    variable_seq_length=True,
     force=False,
     allow_random_weights=False,
     log=print,

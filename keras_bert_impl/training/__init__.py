@@ -1,6 +1,7 @@
 """Training: the `Trainer` (one strategy-aware loop for every runner), optimizers and BERT's
-schedule, tf.distribute strategies, tf.data input pipelines, and `run_setup`, the one set-up and
-option base shared by pretraining and fine-tuning.
+schedule, tf.distribute strategies, tf.data input pipelines and their length buckets
+(`bucketing`), the best checkpoint and early stopping (`best_checkpoint`), and `run_setup`, the one
+set-up and option base shared by pretraining and fine-tuning.
 
 The Trainer consumes only the `tasks.base.Task` contract. May import `models`, `checkpoints`,
 `tasks` and `tfrecord_tools`; never `serving` or `runners`.

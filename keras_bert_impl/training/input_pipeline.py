@@ -70,11 +70,14 @@ def make_tfrecord_dataset(
             return example_fn(index, {name: value[0] for name, value in parse(record[None]).items()})
 
         dataset = dataset.enumerate().map(one, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     elif bucketing is not None:
         # Parsed many at a time (one parse op per record costs more), then bucketed one by one.
         dataset = dataset.batch(256).map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
-        dataset = bucketing(dataset, batch_size, drop_remainder)
+    if example_fn is not None or bucketing is not None:
+        if bucketing is not None:
+            dataset = bucketing(dataset, batch_size, drop_remainder)
+        else:
+            dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     else:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

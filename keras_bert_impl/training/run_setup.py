@@ -40,6 +40,8 @@ class RunOptions:
     iterations_per_loop: int = 1000
     eval_every_n_steps: int = None
     allow_random_weights: bool = False  # evaluate / predict / export without any trained weights
+    # Google's fixed [batch, max_seq_length] shapes instead of length-bucketed batches.
+    pad_to_max_seq_length: bool = False
     log_every_seconds: float = DEFAULT_INTERVAL_SECONDS
     # Where and how the run trains.
     tpu: str = None
