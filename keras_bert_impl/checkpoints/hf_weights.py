@@ -37,66 +37,74 @@ _HF_ACTIVATIONS = {
     "swish": "swish",
 }
 
-# (Hugging Face name pattern, Google name template, linear weight stored [out, in]).
-_NAME_RULES = (
-    (r"embeddings\.word_embeddings\.weight", "bert/embeddings/word_embeddings", False),
-    (r"embeddings\.position_embeddings\.weight", "bert/embeddings/position_embeddings", False),
-    (r"embeddings\.token_type_embeddings\.weight", "bert/embeddings/token_type_embeddings", False),
-    (r"embeddings\.LayerNorm\.(weight|gamma)", "bert/embeddings/LayerNorm/gamma", False),
-    (r"embeddings\.LayerNorm\.(bias|beta)", "bert/embeddings/LayerNorm/beta", False),
+# (Hugging Face name, Google name, linear weight stored [out, in]): one table for both
+# directions. `{i}` is a layer, `{qkv}` one of query/key/value. Encoder names sit under `bert.` in
+# every task model (BertForPreTraining, ...), at the top in a bare BertModel.
+ENCODER_ROWS = (
+    ("embeddings.word_embeddings.weight", "bert/embeddings/word_embeddings", False),
+    ("embeddings.position_embeddings.weight", "bert/embeddings/position_embeddings", False),
+    ("embeddings.token_type_embeddings.weight", "bert/embeddings/token_type_embeddings", False),
+    ("embeddings.LayerNorm.weight", "bert/embeddings/LayerNorm/gamma", False),
+    ("embeddings.LayerNorm.bias", "bert/embeddings/LayerNorm/beta", False),
+    ("encoder.layer.{i}.attention.self.{qkv}.weight", "bert/encoder/layer_{i}/attention/self/{qkv}/kernel", True),
+    ("encoder.layer.{i}.attention.self.{qkv}.bias", "bert/encoder/layer_{i}/attention/self/{qkv}/bias", False),
+    ("encoder.layer.{i}.attention.output.dense.weight", "bert/encoder/layer_{i}/attention/output/dense/kernel", True),
+    ("encoder.layer.{i}.attention.output.dense.bias", "bert/encoder/layer_{i}/attention/output/dense/bias", False),
     (
-        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.weight",
-        "bert/encoder/layer_{0}/attention/self/{1}/kernel",
-        True,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.bias",
-        "bert/encoder/layer_{0}/attention/self/{1}/bias",
+        "encoder.layer.{i}.attention.output.LayerNorm.weight",
+        "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma",
         False,
     ),
     (
-        r"encoder\.layer\.(\d+)\.attention\.output\.dense\.weight",
-        "bert/encoder/layer_{0}/attention/output/dense/kernel",
-        True,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.attention\.output\.dense\.bias",
-        "bert/encoder/layer_{0}/attention/output/dense/bias",
+        "encoder.layer.{i}.attention.output.LayerNorm.bias",
+        "bert/encoder/layer_{i}/attention/output/LayerNorm/beta",
         False,
     ),
-    (
-        r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(weight|gamma)",
-        "bert/encoder/layer_{0}/attention/output/LayerNorm/gamma",
-        False,
-    ),
-    (
-        r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(bias|beta)",
-        "bert/encoder/layer_{0}/attention/output/LayerNorm/beta",
-        False,
-    ),
-    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.weight", "bert/encoder/layer_{0}/intermediate/dense/kernel", True),
-    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.bias", "bert/encoder/layer_{0}/intermediate/dense/bias", False),
-    (r"encoder\.layer\.(\d+)\.output\.dense\.weight", "bert/encoder/layer_{0}/output/dense/kernel", True),
-    (r"encoder\.layer\.(\d+)\.output\.dense\.bias", "bert/encoder/layer_{0}/output/dense/bias", False),
-    (
-        r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|gamma)",
-        "bert/encoder/layer_{0}/output/LayerNorm/gamma",
-        False,
-    ),
-    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(bias|beta)", "bert/encoder/layer_{0}/output/LayerNorm/beta", False),
-    (r"pooler\.dense\.weight", "bert/pooler/dense/kernel", True),
-    (r"pooler\.dense\.bias", "bert/pooler/dense/bias", False),
-    (r"cls\.predictions\.transform\.dense\.weight", "cls/predictions/transform/dense/kernel", True),
-    (r"cls\.predictions\.transform\.dense\.bias", "cls/predictions/transform/dense/bias", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(weight|gamma)", "cls/predictions/transform/LayerNorm/gamma", False),
-    (r"cls\.predictions\.transform\.LayerNorm\.(bias|beta)", "cls/predictions/transform/LayerNorm/beta", False),
-    (r"cls\.predictions\.bias", "cls/predictions/output_bias", False),
-    # Both store [2, H]: no transpose.
-    (r"cls\.seq_relationship\.weight", "cls/seq_relationship/output_weights", False),
-    (r"cls\.seq_relationship\.bias", "cls/seq_relationship/output_bias", False),
+    ("encoder.layer.{i}.intermediate.dense.weight", "bert/encoder/layer_{i}/intermediate/dense/kernel", True),
+    ("encoder.layer.{i}.intermediate.dense.bias", "bert/encoder/layer_{i}/intermediate/dense/bias", False),
+    ("encoder.layer.{i}.output.dense.weight", "bert/encoder/layer_{i}/output/dense/kernel", True),
+    ("encoder.layer.{i}.output.dense.bias", "bert/encoder/layer_{i}/output/dense/bias", False),
+    ("encoder.layer.{i}.output.LayerNorm.weight", "bert/encoder/layer_{i}/output/LayerNorm/gamma", False),
+    ("encoder.layer.{i}.output.LayerNorm.bias", "bert/encoder/layer_{i}/output/LayerNorm/beta", False),
+    ("pooler.dense.weight", "bert/pooler/dense/kernel", True),
+    ("pooler.dense.bias", "bert/pooler/dense/bias", False),
+)
+HEAD_ROWS = (
+    # BertForPreTraining (the MLM decoder is tied to the word embeddings: not stored)
+    ("cls.predictions.transform.dense.weight", "cls/predictions/transform/dense/kernel", True),
+    ("cls.predictions.transform.dense.bias", "cls/predictions/transform/dense/bias", False),
+    ("cls.predictions.transform.LayerNorm.weight", "cls/predictions/transform/LayerNorm/gamma", False),
+    ("cls.predictions.transform.LayerNorm.bias", "cls/predictions/transform/LayerNorm/beta", False),
+    ("cls.predictions.bias", "cls/predictions/output_bias", False),
+    # Both store [2, H] (and the classifiers below [labels, H]): no transpose.
+    ("cls.seq_relationship.weight", "cls/seq_relationship/output_weights", False),
+    ("cls.seq_relationship.bias", "cls/seq_relationship/output_bias", False),
+    # BertForSequenceClassification (Google's run_classifier.py names)
+    ("classifier.weight", "output_weights", False),
+    ("classifier.bias", "output_bias", False),
+    # BertForQuestionAnswering (Google's run_squad.py names)
+    ("qa_outputs.weight", "cls/squad/output_weights", False),
+    ("qa_outputs.bias", "cls/squad/output_bias", False),
+)
+_GROUPS = {"i": r"(?P<i>\d+)", "qkv": r"(?P<qkv>query|key|value)"}
+
+
+def _pattern(template):
+    """A table template as a regex: `{i}` and `{qkv}` become named groups."""
+    parts = re.split(r"\{(\w+)\}", template)
+    return re.compile("".join(_GROUPS[part] if index % 2 else re.escape(part) for index, part in enumerate(parts)))
+
+
+# (HF regex, Google regex, HF template, Google template, linear, an encoder row)
+_ROWS = tuple(
+    (_pattern(hf), _pattern(google), hf, google, linear, table is ENCODER_ROWS)
+    for table in (ENCODER_ROWS, HEAD_ROWS)
+    for hf, google, linear in table
 )
 # Buffers and tied copies that carry no weights of their own.
 _SKIPPED = re.compile(r"(position_ids|cls\.predictions\.decoder\.(weight|bias))$")
+# Old checkpoints (Google's TF1 exports converted by transformers' first scripts) say gamma/beta.
+_OLD_LAYER_NORM = re.compile(r"(LayerNorm)\.(gamma|beta)$")
 
 
 def read_safetensors(path):
@@ -168,15 +176,32 @@ def hf_to_google_names(tensors, source="model.safetensors"):
     converted = {}
     for name, value in tensors.items():
         short = name[len("bert.") :] if name.startswith("bert.") else name
+        short = _OLD_LAYER_NORM.sub(lambda m: f"{m.group(1)}.{'weight' if m.group(2) == 'gamma' else 'bias'}", short)
         if _SKIPPED.search(short):
             continue
-        for pattern, template, linear in _NAME_RULES:
-            match = re.fullmatch(pattern, short)
+        for hf_pattern, _, _, google, linear, _ in _ROWS:
+            match = hf_pattern.fullmatch(short)
             if match:
-                converted[template.format(*match.groups())] = np.ascontiguousarray(value.T if linear else value)
+                converted[google.format(**match.groupdict())] = np.ascontiguousarray(value.T if linear else value)
                 break
         else:
             raise CheckpointMismatchError(f"{source}: tensor {name} is not part of a BERT model")
+    return converted
+
+
+def google_to_hf_names(weights, prefix="bert."):
+    """Google-named weights -> Hugging Face names and layouts; `prefix` goes before the encoder's
+    names ("bert." in task models, "" in a bare BertModel)."""
+    converted = {}
+    for name, value in weights.items():
+        for _, google_pattern, hf, _, linear, in_encoder in _ROWS:
+            match = google_pattern.fullmatch(name)
+            if match:
+                key = (prefix if in_encoder else "") + hf.format(**match.groupdict())
+                converted[key] = np.ascontiguousarray(np.asarray(value).T if linear else np.asarray(value))
+                break
+        else:
+            raise CheckpointMismatchError(f"{name}: no Hugging Face name for this weight")
     return converted
 
 
@@ -211,3 +236,123 @@ def load_hf_directory(directory):
     weights = hf_to_google_names(read_safetensors(weights_path), source=weights_path)
     check_weights_fit(config, weights, directory)
     return config, weights
+
+
+# Our hidden_act -> transformers'. Google's "gelu" is the tanh form: transformers' "gelu_new".
+_TO_HF_ACTIVATIONS = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "swish": "silu"}
+_SAFETENSORS_DTYPES = {np.dtype(dtype): name for name, dtype in _DTYPES.items()}
+
+# What each task model is in transformers, and the head weights (Google names) it holds.
+ARCHITECTURES = {
+    "encoder": ("BertModel", ()),
+    "pretrainer": (
+        "BertForPreTraining",
+        tuple(google for _, google, _ in HEAD_ROWS if google.startswith("cls/") and "squad" not in google),
+    ),
+    "classifier": ("BertForSequenceClassification", ("output_weights", "output_bias")),
+    "squad": ("BertForQuestionAnswering", ("cls/squad/output_weights", "cls/squad/output_bias")),
+}
+
+
+def write_safetensors(tensors, path):
+    """{name: numpy array} -> a `.safetensors` file (8-byte header size, JSON header padded to 8
+    bytes, the tensors' bytes in header order), written atomically."""
+    from tfrecord_tools.files import atomic_output  # noqa: PLC0415
+
+    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        if array.dtype not in _SAFETENSORS_DTYPES:
+            raise TypeError(f"{name}: dtype {array.dtype} has no safetensors name")
+        blob = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        header[name] = {
+            "dtype": _SAFETENSORS_DTYPES[array.dtype],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
+        offset += len(blob)
+        blobs.append(blob)
+    encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    encoded += b" " * (-len(encoded) % 8)
+    with atomic_output(path, "wb") as writer:
+        writer.write(struct.pack("<Q", len(encoded)))
+        writer.write(encoded)
+        for blob in blobs:
+            writer.write(blob)
+
+
+def bert_config_to_hf_config(config, architecture, label_names=None):
+    """`BertConfig` -> a transformers `config.json` dict for `architecture`."""
+    values = {
+        "architectures": [architecture],
+        "model_type": "bert",
+        "hidden_act": _TO_HF_ACTIVATIONS[config.hidden_act],
+        "layer_norm_eps": 1e-12,
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+        **{
+            key: getattr(config, key)
+            for key in (
+                "vocab_size",
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "intermediate_size",
+                "hidden_dropout_prob",
+                "attention_probs_dropout_prob",
+                "max_position_embeddings",
+                "type_vocab_size",
+                "initializer_range",
+            )
+        },
+    }
+    if label_names:
+        values["id2label"] = {str(index): str(name) for index, name in enumerate(label_names)}
+        values["label2id"] = {str(name): index for index, name in enumerate(label_names)}
+    return values
+
+
+def write_hf_directory(
+    config, weights, vocab_file, do_lower_case, output_dir, model_type, label_names=None, force=False
+):
+    """A transformers model directory from Google-named `weights`: config.json (with
+    `architectures`), model.safetensors, vocab.txt and tokenizer_config.json; written under a
+    temporary name and renamed."""
+    import shutil  # noqa: PLC0415
+
+    from tfrecord_tools.errors import UsageError  # noqa: PLC0415
+    from tfrecord_tools.files import atomic_directory  # noqa: PLC0415
+
+    if model_type not in ARCHITECTURES:
+        raise UsageError(f"--model_type={model_type}: Hugging Face export knows {', '.join(ARCHITECTURES)}")
+    architecture, needed = ARCHITECTURES[model_type]
+    missing = [name for name in needed if name not in weights]
+    if missing:
+        raise CheckpointMismatchError(
+            f"the checkpoint has no {', '.join(missing)}: it holds no {model_type} head; pass the --model_type it was "
+            "trained as (encoder for the encoder alone)"
+        )
+    # The encoder and this architecture's head; other heads (a pretraining head under a classifier) stay behind.
+    kept = {name: value for name, value in weights.items() if name.startswith("bert/") or name in needed}
+    if model_type == "classifier" and label_names and len(label_names) != np.shape(weights["output_bias"])[0]:
+        raise UsageError(
+            f"--label_names has {len(label_names)} names but the classifier has {np.shape(weights['output_bias'])[0]} "
+            "outputs"
+        )
+    tensors = google_to_hf_names(kept, prefix="" if model_type == "encoder" else "bert.")
+    with atomic_directory(output_dir, force=force) as temporary:
+        with open(os.path.join(temporary, "config.json"), "w", encoding="utf-8") as writer:
+            json.dump(bert_config_to_hf_config(config, architecture, label_names), writer, indent=2)
+        write_safetensors(tensors, os.path.join(temporary, "model.safetensors"))
+        shutil.copyfile(vocab_file, os.path.join(temporary, "vocab.txt"))
+        with open(os.path.join(temporary, "tokenizer_config.json"), "w", encoding="utf-8") as writer:
+            json.dump(
+                {
+                    "tokenizer_class": "BertTokenizer",
+                    "do_lower_case": do_lower_case,
+                    "model_max_length": config.max_position_embeddings,
+                },
+                writer,
+                indent=2,
+            )
+    return output_dir

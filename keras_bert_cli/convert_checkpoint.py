@@ -1,0 +1,58 @@
+r"""Converts a BERT model directory between formats, heads included.
+
+    python convert_checkpoint.py --from=google --to=huggingface --input_dir=out/pretraining \
+        --output_dir=hf_model [--vocab_file=vocab.txt] [--model_type=pretrainer|classifier|squad|encoder]
+
+A `google` directory holds bert_config.json and bert_model.ckpt (Google's releases; run_pretraining's
+--output_dir); pass --vocab_file when it has no vocab.txt. A `huggingface` directory is what
+transformers' `from_pretrained` reads: config.json (with `architectures`), model.safetensors,
+vocab.txt, tokenizer_config.json.
+"""
+
+from absl import flags
+
+from keras_bert_cli import app
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("from", None, ["google", "huggingface", "keras_hub"], "The input directory's format.")
+flags.DEFINE_enum("to", None, ["google", "huggingface", "keras_hub"], "The output directory's format.")
+flags.DEFINE_string("input_dir", None, "The model directory to convert.")
+flags.DEFINE_string("output_dir", None, "Where the converted model directory goes (written whole, then renamed).")
+flags.DEFINE_string("vocab_file", None, "The vocabulary, when --input_dir has no vocab.txt.")
+flags.DEFINE_enum(
+    "model_type",
+    None,
+    ["encoder", "pretrainer", "classifier", "squad"],
+    "The task model to write (default: the head the weights hold; encoder drops every head).",
+)
+flags.DEFINE_list("label_names", None, "classifier: the labels in id order (config.json's id2label).")
+flags.DEFINE_bool(
+    "do_lower_case", None, "The tokenizer's casing (default: the input's tokenizer_config.json, else True)."
+)
+flags.DEFINE_bool("force", False, "Replace an existing --output_dir.")
+flags.mark_flags_as_required(["from", "to", "input_dir", "output_dir"])
+
+
+def main(_):
+    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+
+    convert_checkpoint(
+        FLAGS["from"].value,
+        FLAGS.to,
+        FLAGS.input_dir,
+        FLAGS.output_dir,
+        vocab_file=FLAGS.vocab_file,
+        model_type=FLAGS.model_type,
+        label_names=FLAGS.label_names,
+        do_lower_case=FLAGS.do_lower_case,
+        force=FLAGS.force,
+        log=app.Log(),
+    )
+
+
+def console_main():
+    app.run(main, "convert_checkpoint")
+
+
+if __name__ == "__main__":
+    console_main()

@@ -1,0 +1,94 @@
+"""`convert_checkpoint`: convert_checkpoint.py's work, a model directory from one format to another.
+
+Formats: `google` (bert_config.json + bert_model.ckpt, as Google's releases and run_pretraining's
+--output_dir with --export_google_checkpoint) and `huggingface` (config.json + model.safetensors +
+vocab.txt + tokenizer_config.json, what transformers' `from_pretrained` reads). Every direction
+goes through Google's names: one table per format maps onto them.
+"""
+
+import json
+import os
+import shutil
+
+import numpy as np
+
+from tfrecord_tools.errors import UsageError
+
+FORMATS = ("google", "huggingface")
+# The head each Google-named weight announces, most specific first.
+_HEAD_OF = (("cls/squad/", "squad"), ("cls/predictions/", "pretrainer"), ("output_weights", "classifier"))
+
+
+def model_type_of(weights):
+    """The task model Google-named `weights` hold: the first head found, else the encoder."""
+    for marker, model_type in _HEAD_OF:
+        if any(name.startswith(marker) for name in weights):
+            return model_type
+    return "encoder"
+
+
+def _read(from_format, input_dir, vocab_file):
+    """(BertConfig, Google-named weights, vocab file, do_lower_case or None) of `input_dir`."""
+    from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint, resolve_checkpoint_prefix  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.hf_weights import load_hf_directory  # noqa: PLC0415
+    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
+    from tfrecord_tools.files import check_readable_file  # noqa: PLC0415
+
+    vocab = vocab_file or os.path.join(input_dir, "vocab.txt")
+    check_readable_file(vocab, "--vocab_file" if vocab_file else "--input_dir", "vocab.txt (or pass --vocab_file)")
+    if from_format == "google":
+        config_path = os.path.join(input_dir, "bert_config.json")
+        check_readable_file(config_path, "--input_dir", "bert_config.json")
+        prefix = resolve_checkpoint_prefix(os.path.join(input_dir, "bert_model.ckpt"))
+        return BertConfig.from_json_file(config_path), read_google_checkpoint(prefix), vocab, None
+    config, weights = load_hf_directory(input_dir)
+    do_lower_case = None
+    tokenizer_config = os.path.join(input_dir, "tokenizer_config.json")
+    if os.path.isfile(tokenizer_config):
+        with open(tokenizer_config, encoding="utf-8") as reader:
+            do_lower_case = json.load(reader).get("do_lower_case")
+    return config, weights, vocab, do_lower_case
+
+
+def convert_checkpoint(
+    from_format,
+    to_format,
+    input_dir,
+    output_dir,
+    vocab_file=None,
+    model_type=None,
+    label_names=None,
+    do_lower_case=None,
+    force=False,
+    log=print,
+):
+    """Reads `input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
+    model type written (`model_type`, or the head the weights hold)."""
+    from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.hf_weights import ARCHITECTURES, write_hf_directory  # noqa: PLC0415
+    from tfrecord_tools.files import atomic_directory, check_writable  # noqa: PLC0415
+
+    for flag, value in (("--from", from_format), ("--to", to_format)):
+        if value not in FORMATS:
+            raise UsageError(f"{flag}={value}: use one of {', '.join(FORMATS)} (keras_hub is not supported yet)")
+    if model_type is not None and model_type not in ARCHITECTURES:
+        raise UsageError(f"--model_type={model_type}: use one of {', '.join(ARCHITECTURES)}")
+    check_writable(output_dir, "--output_dir", kind="replaced")
+    if os.path.exists(output_dir) and not force:
+        raise FileExistsError(
+            f"{output_dir}: already exists; pass --force to replace it (or choose another --output_dir)"
+        )
+    config, weights, vocab, read_case = _read(from_format, input_dir, vocab_file)
+    model_type = model_type or model_type_of(weights)
+    lower = do_lower_case if do_lower_case is not None else (read_case if read_case is not None else True)
+    if to_format == "huggingface":
+        if model_type == "classifier" and not label_names and "output_bias" in weights:
+            label_names = [f"LABEL_{index}" for index in range(np.shape(weights["output_bias"])[0])]
+        write_hf_directory(config, weights, vocab, lower, output_dir, model_type, label_names, force=force)
+    else:
+        with atomic_directory(output_dir, force=force) as temporary:
+            config.to_json_file(os.path.join(temporary, "bert_config.json"))
+            shutil.copyfile(vocab, os.path.join(temporary, "vocab.txt"))
+            write_google_checkpoint(weights, os.path.join(temporary, "bert_model.ckpt"))
+    log(f"wrote {output_dir}: {to_format} {model_type} ({len(weights)} weights from {input_dir})")
+    return model_type
