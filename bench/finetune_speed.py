@@ -130,6 +130,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="mrpc,sst2")
     parser.add_argument("--output_root", default="/tmp/finetune_speed")
+    parser.add_argument("--runs", default="ours_bucketed,ours_padded,model_garden", help="which runs, in this order")
     args = parser.parse_args()
     os.makedirs(args.output_root, exist_ok=True)
     model_dir = google_model_dir(args.output_root)
@@ -140,6 +141,7 @@ def main():
         "ours_padded": lambda task, root: ours(task, model_dir, root, padded=True),
         "model_garden": lambda task, root: model_garden(task, model_dir, root),
     }
+    runs = {name: runs[name] for name in args.runs.split(",")}
     for task in args.tasks.split(","):
         root = os.path.join(args.output_root, task)
         os.makedirs(root, exist_ok=True)
@@ -160,7 +162,7 @@ def main():
     print(f"{'task':5s} {'implementation':14s} {'seconds':>8s} {'vs MG':>6s} {'dev accuracy':>12s}")
     for task in args.tasks.split(","):
         peer = summary.get(f"{task}/model_garden", {}).get("seconds")
-        for name in runs:
+        for name in ("ours_bucketed", "ours_padded", "model_garden"):
             result = summary.get(f"{task}/{name}")
             if result:
                 ratio = f"{peer / result['seconds']:5.2f}x" if peer else "   -  "
