@@ -94,7 +94,7 @@ class FineTuningRun(RunSetup):
         latest = self.trainer.restore_latest()
         if self.options.keep_best_checkpoint:
             best = BestCheckpoint(self.options.output_dir, self.options.keep_best_checkpoint, write=False)
-            path = best.restore(self.model)
+            path = best.restore(self.model) if best.best_step is not None else None  # kept by this metric
             if path:
                 self.log(f"restored the best checkpoint {path} ({best.metric} = {best.best_value:.4f})")
                 return
