@@ -4,15 +4,17 @@ pipeline, on the same MiniLM weights (Google-checkpoint path) at the acceptance 
 batch 32, 3 epochs, seq 128, warmup 10%); training plus dev evaluation, with dev accuracy.
 
     .venv/bin/python bench/finetune_speed.py [--tasks=mrpc,sst2] [--output_root=/tmp/finetune_speed]
+        [--runs=ours_bucketed,ours_padded,model_garden]
 
-Model Garden's peer runs as its users run it: `classifier_data_lib`'s processors and
-`convert_single_example` (features padded to 128), `BertClassifier(network)` on its `BertEncoder`,
-`official.nlp.optimization`'s AdamWeightDecay (warmup, linear decay, clipping), the whole train
-step in one tf.function. Results go to OUTPUT_ROOT/finetune_speed.json; a finished run is kept
-(delete the file to measure again).
+Model Garden's peer runs as its users run it: `classifier_data_lib`'s `InputExample` and
+`convert_single_example` (features padded to 128; its GLUE processors read TFDS, a download),
+`BertClassifier(network)` on its `BertEncoder`, `official.nlp.optimization`'s AdamWeightDecay
+(warmup, linear decay, clipping), the whole train step in one tf.function. Results go to
+OUTPUT_ROOT/finetune_speed.json; a finished run is kept (delete the file to measure again).
 """
 
 import argparse
+import csv
 import json
 import os
 import shutil
@@ -55,12 +57,17 @@ def model_garden(task, model_dir, root):
     from tests.model_garden_reference import model_garden_encoder
 
     seq, batch_size = SETTINGS["max_seq_length"], SETTINGS["batch_size"]
-    if task == "mrpc":
-        processor, data_dir = classifier_data_lib.MrpcProcessor(), os.path.join(SHARED_DATA, "MRPC")
-    else:
-        processor, data_dir = classifier_data_lib.SstProcessor(), os.path.join(root, "sst2_data")
+    # classifier_data_lib's GLUE processors read TFDS (a download); its InputExample from the same TSVs.
+    data_dir = os.path.join(SHARED_DATA, "MRPC") if task == "mrpc" else os.path.join(root, "sst2_data")
     tokenizer = tokenization.FullTokenizer(os.path.join(model_dir, "vocab.txt"), do_lower_case=True)
-    labels = processor.get_labels()
+    labels = ["0", "1"]
+
+    def read(split):
+        with open(os.path.join(data_dir, f"{split}.tsv"), encoding="utf-8-sig") as reader:
+            rows = list(csv.reader(reader, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+        if task == "mrpc":
+            return [classifier_data_lib.InputExample(f"{split}-{i}", r[3], r[4], r[0]) for i, r in enumerate(rows)]
+        return [classifier_data_lib.InputExample(f"{split}-{i}", r[0], None, r[1]) for i, r in enumerate(rows)]
 
     def features(examples):
         converted = [
@@ -73,8 +80,8 @@ def model_garden(task, model_dir, root):
             "label_ids": np.array([f.label_id for f in converted], np.int32),
         }
 
-    train = features(processor.get_train_examples(data_dir))
-    dev = features(processor.get_dev_examples(data_dir))
+    train = features(read("train"))
+    dev = features(read("dev"))
     config = BertConfig.from_json_file(os.path.join(model_dir, "bert_config.json"))
     reader = tf.train.load_checkpoint(os.path.join(model_dir, "bert_model.ckpt"))
     weights = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
@@ -146,7 +153,7 @@ def main():
         root = os.path.join(args.output_root, task)
         os.makedirs(root, exist_ok=True)
         if task == "sst2":
-            sst2_sample(root)  # the sample ours draws too, for Model Garden's processor
+            sst2_sample(root)  # the sample ours draws too, for Model Garden's peer
         for name, run in runs.items():
             key = f"{task}/{name}"
             if key in summary:
