@@ -22,10 +22,10 @@ flags.DEFINE_string("vocab_file", None, "The vocabulary, when --input_dir has no
 flags.DEFINE_enum(
     "model_type",
     None,
-    ["encoder", "pretrainer", "classifier", "squad"],
+    ["encoder", "pretrainer", "classifier", "squad", "ner", "multiple_choice"],
     "The task model to write (default: the head the weights hold; encoder drops every head).",
 )
-flags.DEFINE_list("label_names", None, "classifier: the labels in id order (config.json's id2label).")
+flags.DEFINE_list("label_names", None, "classifier, ner: the labels (tags) in id order (config.json's id2label).")
 flags.DEFINE_bool(
     "do_lower_case", None, "The tokenizer's casing (default: the input's tokenizer_config.json, else True)."
 )

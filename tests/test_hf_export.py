@@ -82,6 +82,12 @@ def _model(task_name, config, **kwargs):
         ),
         ("classifier", {"label_names": ["a", "b", "c"]}, {"classifier.weight": (3, 32), "classifier.bias": (3,)}),
         ("squad", {}, {"qa_outputs.weight": (2, 32), "qa_outputs.bias": (2,)}),
+        (
+            "ner",
+            {"label_names": ["O", "B-X", "I-X", "B-Y", "I-Y"]},
+            {"classifier.weight": (5, 32), "classifier.bias": (5,)},
+        ),
+        ("multiple_choice", {}, {"classifier.weight": (1, 32), "classifier.bias": (1,)}),
     ],
 )
 def test_every_weight_is_named_once_and_the_round_trip_is_exact(task_name, kwargs, heads):
@@ -93,7 +99,8 @@ def test_every_weight_is_named_once_and_the_round_trip_is_exact(task_name, kwarg
     assert {name: value.shape for name, value in hf.items()} == want
     # The MLM decoder is tied to the word embeddings (transformers re-ties it on load).
     assert "cls.predictions.decoder.weight" not in hf
-    back = hf_to_google_names(hf)
+    architecture = {"ner": "BertForTokenClassification", "multiple_choice": "BertForMultipleChoice"}.get(task_name)
+    back = hf_to_google_names(hf, architecture=architecture)
     assert back.keys() == ours.keys()
     for name in ours:
         assert back[name].dtype == ours[name].dtype and np.array_equal(back[name], ours[name]), name
@@ -183,3 +190,22 @@ def test_convert_checkpoint_google_to_hugging_face_and_back(tmp_path):
     )
     assert_same_checkpoints(google / "bert_model.ckpt", tmp_path / "back" / "bert_model.ckpt")
     assert (tmp_path / "back" / "vocab.txt").read_text() == vocab.read_text()
+
+
+@pytest.mark.parametrize(
+    "task_name, architecture", [("ner", "BertForTokenClassification"), ("multiple_choice", "BertForMultipleChoice")]
+)
+def test_classifier_named_heads_read_back_by_their_architecture(tmp_path, task_name, architecture):
+    """transformers calls three different heads `classifier`: config.json's architecture says whose."""
+    config = tiny_bert_config(99)
+    kwargs = {"label_names": ["O", "B-X", "I-X"]} if task_name == "ner" else {}
+    ours = google_weights(_model(task_name, config, **kwargs))
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(f"w{i}" for i in range(99)) + "\n")
+    write_hf_directory(config, ours, str(vocab), True, str(tmp_path / "hf"), task_name, kwargs.get("label_names"))
+    values = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert values["architectures"] == [architecture]
+    _, read = load_hf_directory(str(tmp_path / "hf"))
+    assert read.keys() == ours.keys()
+    for name in ours:
+        assert np.array_equal(read[name], ours[name]), name

@@ -72,6 +72,11 @@ HEAD_TABLE = (
     # run_squad.py
     ("cls/squad/output_weights", "span_logits/kernel", True),
     ("cls/squad/output_bias", "span_logits/bias", False),
+    # Heads Google's code never had, named in its style: run_ner.py ([tags, H]), run_swag.py ([1, H]).
+    ("cls/ner/output_weights", "token_classifier/kernel", True),
+    ("cls/ner/output_bias", "token_classifier/bias", False),
+    ("cls/multiple_choice/output_weights", "choice_score/kernel", True),
+    ("cls/multiple_choice/output_bias", "choice_score/bias", False),
 )
 
 # Checkpoint entries that are training state, not weights.

@@ -86,6 +86,17 @@ HEAD_ROWS = (
     ("qa_outputs.weight", "cls/squad/output_weights", False),
     ("qa_outputs.bias", "cls/squad/output_bias", False),
 )
+# Architectures whose `classifier.*` is not BertForSequenceClassification's.
+CLASSIFIER_ROWS = {
+    "BertForTokenClassification": (
+        ("classifier.weight", "cls/ner/output_weights", False),
+        ("classifier.bias", "cls/ner/output_bias", False),
+    ),
+    "BertForMultipleChoice": (
+        ("classifier.weight", "cls/multiple_choice/output_weights", False),
+        ("classifier.bias", "cls/multiple_choice/output_bias", False),
+    ),
+}
 _GROUPS = {"i": r"(?P<i>\d+)", "qkv": r"(?P<qkv>query|key|value)"}
 
 
@@ -95,12 +106,20 @@ def _pattern(template):
     return re.compile("".join(_GROUPS[part] if index % 2 else re.escape(part) for index, part in enumerate(parts)))
 
 
-# (HF regex, Google regex, HF template, Google template, linear, an encoder row)
-_ROWS = tuple(
-    (_pattern(hf), _pattern(google), hf, google, linear, table is ENCODER_ROWS)
-    for table in (ENCODER_ROWS, HEAD_ROWS)
-    for hf, google, linear in table
-)
+def _rows(architecture=None):
+    """(HF regex, Google regex, HF template, Google template, linear, an encoder row) of the
+    table, with `architecture`'s own `classifier.*` rows first."""
+    own = CLASSIFIER_ROWS.get(architecture, ())
+    return tuple(
+        (_pattern(hf), _pattern(google), hf, google, linear, table is ENCODER_ROWS)
+        for table in (ENCODER_ROWS, own, HEAD_ROWS)
+        for hf, google, linear in table
+    )
+
+
+_ROWS = _rows()
+# Writing: every Google name has one Hugging Face name.
+_ALL_ROWS = _ROWS + tuple(row for architecture in CLASSIFIER_ROWS for row in _rows(architecture) if row not in _ROWS)
 # Buffers and tied copies that carry no weights of their own.
 _SKIPPED = re.compile(r"(position_ids|cls\.predictions\.decoder\.(weight|bias))$")
 # Old checkpoints (Google's TF1 exports converted by transformers' first scripts) say gamma/beta.
@@ -171,15 +190,17 @@ def hf_config_to_bert_config(values, source="config.json"):
         raise BertConfigError(f"{source}: missing key {error}") from None
 
 
-def hf_to_google_names(tensors, source="model.safetensors"):
-    """Renames Hugging Face BERT tensors to Google's TF1 names and layouts."""
+def hf_to_google_names(tensors, source="model.safetensors", architecture=None):
+    """Renames Hugging Face BERT tensors to Google's TF1 names and layouts; `architecture`
+    (config.json's) says whose head `classifier.*` is."""
+    rows = _rows(architecture)
     converted = {}
     for name, value in tensors.items():
         short = name[len("bert.") :] if name.startswith("bert.") else name
         short = _OLD_LAYER_NORM.sub(lambda m: f"{m.group(1)}.{'weight' if m.group(2) == 'gamma' else 'bias'}", short)
         if _SKIPPED.search(short):
             continue
-        for hf_pattern, _, _, google, linear, _ in _ROWS:
+        for hf_pattern, _, _, google, linear, _ in rows:
             match = hf_pattern.fullmatch(short)
             if match:
                 converted[google.format(**match.groupdict())] = np.ascontiguousarray(value.T if linear else value)
@@ -194,7 +215,7 @@ def google_to_hf_names(weights, prefix="bert."):
     names ("bert." in task models, "" in a bare BertModel)."""
     converted = {}
     for name, value in weights.items():
-        for _, google_pattern, hf, _, linear, in_encoder in _ROWS:
+        for _, google_pattern, hf, _, linear, in_encoder in _ALL_ROWS:
             match = google_pattern.fullmatch(name)
             if match:
                 key = (prefix if in_encoder else "") + hf.format(**match.groupdict())
@@ -233,7 +254,8 @@ def load_hf_directory(directory):
         except json.JSONDecodeError as error:
             raise BertConfigError(f"{config_path}: not valid JSON ({error})") from None
     config = hf_config_to_bert_config(values, source=config_path)
-    weights = hf_to_google_names(read_safetensors(weights_path), source=weights_path)
+    architecture = (values.get("architectures") or [None])[0]
+    weights = hf_to_google_names(read_safetensors(weights_path), source=weights_path, architecture=architecture)
     check_weights_fit(config, weights, directory)
     return config, weights
 
@@ -251,7 +273,16 @@ ARCHITECTURES = {
     ),
     "classifier": ("BertForSequenceClassification", ("output_weights", "output_bias")),
     "squad": ("BertForQuestionAnswering", ("cls/squad/output_weights", "cls/squad/output_bias")),
+    "ner": ("BertForTokenClassification", ("cls/ner/output_weights", "cls/ner/output_bias")),
+    "multiple_choice": (
+        "BertForMultipleChoice",
+        ("cls/multiple_choice/output_weights", "cls/multiple_choice/output_bias"),
+    ),
 }
+
+
+# The heads with named outputs (config.json's id2label): the bias that counts them.
+LABELED = {"classifier": "output_bias", "ner": "cls/ner/output_bias"}
 
 
 def write_safetensors(tensors, path):
@@ -334,11 +365,9 @@ def write_hf_directory(
         )
     # The encoder and this architecture's head; other heads (a pretraining head under a classifier) stay behind.
     kept = {name: value for name, value in weights.items() if name.startswith("bert/") or name in needed}
-    if model_type == "classifier" and label_names and len(label_names) != np.shape(weights["output_bias"])[0]:
-        raise UsageError(
-            f"--label_names has {len(label_names)} names but the classifier has {np.shape(weights['output_bias'])[0]} "
-            "outputs"
-        )
+    outputs = np.shape(weights[LABELED[model_type]])[0] if model_type in LABELED else None
+    if label_names and outputs is not None and len(label_names) != outputs:
+        raise UsageError(f"--label_names has {len(label_names)} names but the {model_type} head has {outputs} outputs")
     tensors = google_to_hf_names(kept, prefix="" if model_type == "encoder" else "bert.")
     with atomic_directory(output_dir, force=force) as temporary:
         with open(os.path.join(temporary, "config.json"), "w", encoding="utf-8") as writer:

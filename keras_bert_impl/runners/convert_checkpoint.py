@@ -16,7 +16,13 @@ from tfrecord_tools.errors import UsageError
 
 FORMATS = ("google", "huggingface")
 # The head each Google-named weight announces, most specific first.
-_HEAD_OF = (("cls/squad/", "squad"), ("cls/predictions/", "pretrainer"), ("output_weights", "classifier"))
+_HEAD_OF = (
+    ("cls/squad/", "squad"),
+    ("cls/ner/", "ner"),
+    ("cls/multiple_choice/", "multiple_choice"),
+    ("cls/predictions/", "pretrainer"),
+    ("output_weights", "classifier"),
+)
 
 
 def model_type_of(weights):
@@ -65,7 +71,7 @@ def convert_checkpoint(
     """Reads `input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
     model type written (`model_type`, or the head the weights hold)."""
     from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint  # noqa: PLC0415
-    from keras_bert_impl.checkpoints.hf_weights import ARCHITECTURES, write_hf_directory  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.hf_weights import ARCHITECTURES, LABELED, write_hf_directory  # noqa: PLC0415
     from tfrecord_tools.files import atomic_directory, check_writable  # noqa: PLC0415
 
     for flag, value in (("--from", from_format), ("--to", to_format)):
@@ -82,8 +88,8 @@ def convert_checkpoint(
     model_type = model_type or model_type_of(weights)
     lower = do_lower_case if do_lower_case is not None else (read_case if read_case is not None else True)
     if to_format == "huggingface":
-        if model_type == "classifier" and not label_names and "output_bias" in weights:
-            label_names = [f"LABEL_{index}" for index in range(np.shape(weights["output_bias"])[0])]
+        if model_type in LABELED and not label_names and LABELED[model_type] in weights:
+            label_names = [f"LABEL_{index}" for index in range(np.shape(weights[LABELED[model_type]])[0])]
         write_hf_directory(config, weights, vocab, lower, output_dir, model_type, label_names, force=force)
     else:
         with atomic_directory(output_dir, force=force) as temporary:
