@@ -19,6 +19,9 @@ flags.DEFINE_enum("to", None, ["google", "huggingface", "keras_hub"], "The outpu
 flags.DEFINE_string("input_dir", None, "The model directory to convert.")
 flags.DEFINE_string("output_dir", None, "Where the converted model directory goes (written whole, then renamed).")
 flags.DEFINE_string("vocab_file", None, "The vocabulary, when --input_dir has no vocab.txt.")
+flags.DEFINE_string(
+    "bert_config_file", None, "The config, when --input_dir has no bert_config.json (a fine-tuning runner's output)."
+)
 flags.DEFINE_enum(
     "model_type",
     None,
@@ -46,6 +49,7 @@ def main(_):
         label_names=FLAGS.label_names,
         do_lower_case=FLAGS.do_lower_case,
         force=FLAGS.force,
+        bert_config_file=FLAGS.bert_config_file,
         log=app.Log(),
     )
 

@@ -15,6 +15,7 @@ from keras_bert_impl.checkpoints.hf_weights import (
 )
 from keras_bert_impl.errors import CheckpointMismatchError
 from tests.conftest import tiny_bert_config
+from tests.finetuning_fixtures import _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
 
 LAYER = [  # transformers' BertLayer parameters (modeling_bert.py), [out, in] for Linear weights
     ("attention.self.query.weight", (32, 32)),
@@ -209,3 +210,38 @@ def test_classifier_named_heads_read_back_by_their_architecture(tmp_path, task_n
     assert read.keys() == ours.keys()
     for name in ours:
         assert np.array_equal(read[name], ours[name]), name
+
+
+def test_a_fine_tuned_runner_output_converts_with_its_labels(model_dir, tmp_path):  # noqa: F811
+    """run_classifier's --output_dir (ckpt-N, meta.json) -> BertForSequenceClassification with
+    its labels, holding the fine-tuned weights (not the initial checkpoint's)."""
+    import tensorflow as tf
+
+    from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out = tmp_path / "out"
+    options = _options(model_dir, out, do_train=True, num_train_epochs=1.0, learning_rate=1e-2)
+    run_classifier(options, "MRPC", str(data), ClassificationProcessor.for_task("MRPC", str(data)), log=print)
+    assert tf.train.latest_checkpoint(str(out))
+    hf = tmp_path / "hf"
+    written = convert_checkpoint(
+        "google",
+        "huggingface",
+        str(out),
+        str(hf),
+        vocab_file=str(model_dir / "vocab.txt"),
+        bert_config_file=str(model_dir / "bert_config.json"),
+        log=print,
+    )
+    assert written == "classifier"
+    values = json.loads((hf / "config.json").read_text())
+    assert values["architectures"] == ["BertForSequenceClassification"] and values["id2label"] == {"0": "0", "1": "1"}
+    _, weights = load_hf_directory(str(hf))
+    initial = read_google_checkpoint(str(model_dir / "bert_model.ckpt"))
+    name = "bert/encoder/layer_0/attention/self/query/kernel"
+    assert weights[name].shape == initial[name].shape and not np.array_equal(weights[name], initial[name])
+    assert weights["output_weights"].shape == (2, 32)

@@ -1,9 +1,10 @@
 """`convert_checkpoint`: convert_checkpoint.py's work, a model directory from one format to another.
 
 Formats: `google` (bert_config.json + bert_model.ckpt, as Google's releases and run_pretraining's
---output_dir with --export_google_checkpoint) and `huggingface` (config.json + model.safetensors +
-vocab.txt + tokenizer_config.json, what transformers' `from_pretrained` reads). Every direction
-goes through Google's names: one table per format maps onto them.
+--output_dir; or a fine-tuning runner's --output_dir with --bert_config_file, whose newest ckpt-N
+is read into its task model, named by meta.json or --model_type) and `huggingface` (config.json +
+model.safetensors + vocab.txt + tokenizer_config.json, what transformers' `from_pretrained` reads).
+Every direction goes through Google's names: one table per format maps onto them.
 """
 
 import json
@@ -33,8 +34,39 @@ def model_type_of(weights):
     return "encoder"
 
 
-def _read(from_format, input_dir, vocab_file):
-    """(BertConfig, Google-named weights, vocab file, do_lower_case or None) of `input_dir`."""
+def _run_weights(input_dir, config, model_type, label_names):
+    """A runner's --output_dir: its newest ckpt-N in its task model, as Google-named weights."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    from keras_bert_impl.checkpoints.google_checkpoint import google_weights  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint  # noqa: PLC0415
+    from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
+    from keras_bert_impl.tasks.registry import create_task  # noqa: PLC0415
+
+    latest = tf.train.latest_checkpoint(input_dir)
+    meta = {}
+    if os.path.isfile(os.path.join(input_dir, "meta.json")):
+        with open(os.path.join(input_dir, "meta.json"), encoding="utf-8") as reader:
+            meta = json.load(reader)
+    model_type = model_type or meta.get("model_type")
+    if model_type is None:
+        raise UsageError(f"{input_dir}: holds {os.path.basename(latest)} but no meta.json; pass --model_type")
+    options = {"label_names": label_names or meta.get("labels") or None}
+    if model_type == "multiple_choice":
+        options["num_choices"] = meta.get("num_choices", 4)
+    model = create_task(model_type, config, config.max_position_embeddings, **options).build_model()
+    report = initialize_from_checkpoint(model, latest)
+    if report.initialized:
+        raise CheckpointMismatchError(
+            f"{latest}: has no weights for {', '.join(report.initialized[:3])}: not a {model_type}; pass the "
+            "--model_type it was trained as"
+        )
+    return google_weights(model), {"model_type": model_type, "label_names": options["label_names"]}
+
+
+def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None, bert_config_file=None):
+    """(BertConfig, Google-named weights, vocab file, do_lower_case or None, what a runner's
+    directory says: {model_type, label_names}) of `input_dir`."""
     from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint, resolve_checkpoint_prefix  # noqa: PLC0415
     from keras_bert_impl.checkpoints.hf_weights import load_hf_directory  # noqa: PLC0415
     from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
@@ -43,17 +75,27 @@ def _read(from_format, input_dir, vocab_file):
     vocab = vocab_file or os.path.join(input_dir, "vocab.txt")
     check_readable_file(vocab, "--vocab_file" if vocab_file else "--input_dir", "vocab.txt (or pass --vocab_file)")
     if from_format == "google":
-        config_path = os.path.join(input_dir, "bert_config.json")
-        check_readable_file(config_path, "--input_dir", "bert_config.json")
+        import tensorflow as tf  # noqa: PLC0415
+
+        config_path = bert_config_file or os.path.join(input_dir, "bert_config.json")
+        check_readable_file(
+            config_path, "--bert_config_file" if bert_config_file else "--input_dir", "bert_config.json"
+        )
+        config = BertConfig.from_json_file(config_path)
+        if not os.path.isfile(os.path.join(input_dir, "bert_model.ckpt.index")) and tf.train.latest_checkpoint(
+            input_dir
+        ):
+            weights, found = _run_weights(input_dir, config, model_type, label_names)
+            return config, weights, vocab, None, found
         prefix = resolve_checkpoint_prefix(os.path.join(input_dir, "bert_model.ckpt"))
-        return BertConfig.from_json_file(config_path), read_google_checkpoint(prefix), vocab, None
+        return config, read_google_checkpoint(prefix), vocab, None, {}
     config, weights = load_hf_directory(input_dir)
     do_lower_case = None
     tokenizer_config = os.path.join(input_dir, "tokenizer_config.json")
     if os.path.isfile(tokenizer_config):
         with open(tokenizer_config, encoding="utf-8") as reader:
             do_lower_case = json.load(reader).get("do_lower_case")
-    return config, weights, vocab, do_lower_case
+    return config, weights, vocab, do_lower_case, {}
 
 
 def convert_checkpoint(
@@ -66,6 +108,7 @@ def convert_checkpoint(
     label_names=None,
     do_lower_case=None,
     force=False,
+    bert_config_file=None,
     log=print,
 ):
     """Reads `input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
@@ -84,8 +127,11 @@ def convert_checkpoint(
         raise FileExistsError(
             f"{output_dir}: already exists; pass --force to replace it (or choose another --output_dir)"
         )
-    config, weights, vocab, read_case = _read(from_format, input_dir, vocab_file)
-    model_type = model_type or model_type_of(weights)
+    config, weights, vocab, read_case, found = _read(
+        from_format, input_dir, vocab_file, model_type, label_names, bert_config_file
+    )
+    model_type = model_type or found.get("model_type") or model_type_of(weights)
+    label_names = label_names or found.get("label_names")
     lower = do_lower_case if do_lower_case is not None else (read_case if read_case is not None else True)
     if to_format == "huggingface":
         if model_type in LABELED and not label_names and LABELED[model_type] in weights:
