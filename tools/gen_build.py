@@ -149,10 +149,20 @@ def main():
     data = {"demo/encode_sentences.py": ["demo/data/corpus.txt"]}
     for path in BINARIES:
         extra = [f'main = "{path}"'] + ([f'data = ["{d}"]' for d in data.get(path, [])])
-        imports = local_imports(path)
+        # A script that imports another script (bench/ sharing helpers) takes its file as a source.
+        srcs, pending, imports = [path], [path], set()
+        while pending:
+            for imported in local_imports(pending.pop()):
+                if imported in BINARIES and imported not in srcs:
+                    srcs.append(imported)
+                    pending.append(imported)
+                elif imported not in BINARIES:
+                    imports.add(imported)
         if any(d.startswith("tests/") for d in imports):  # Bazel: only testonly targets may use test helpers
             extra.append("testonly = True")
-        blocks.append(rule("py_binary", path.split("/")[-1][:-3], [path], [target_name(d) for d in imports], extra))
+        blocks.append(
+            rule("py_binary", path.split("/")[-1][:-3], srcs, [target_name(d) for d in sorted(imports)], extra)
+        )
     for path in tests:
         name = os.path.basename(path)[:-3]
         size = "large" if name in LARGE_TESTS else "medium"
