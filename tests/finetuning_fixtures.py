@@ -1,5 +1,8 @@
 """Shared by the fine-tuning tests: a tiny vocabulary, a tiny "pretrained" Google-format model
-directory (a module-scoped fixture), the runners' options and a learnable MRPC-format data set."""
+directory (a module-scoped fixture), the runners' options and small learnable data sets in each
+task's raw format (MRPC TSV, SQuAD JSON, CoNLL, SWAG CSV)."""
+
+import json
 
 import numpy as np
 import pytest
@@ -93,4 +96,54 @@ def _mrpc(tmp_path):
         )
         + "\n"
     )
+    return data
+
+
+def _squad_file(tmp_path):
+    context = "the cat sat on the mat . the dog ran far away ."
+    qas = [
+        {
+            "id": "q1",
+            "question": "where did the cat sit ?",
+            "answers": [{"text": "the mat", "answer_start": 15}],
+            "is_impossible": False,
+        },
+        {
+            "id": "q2",
+            "question": "where did the dog run ?",
+            "answers": [{"text": "far away", "answer_start": 37}],
+            "is_impossible": False,
+        },
+        {"id": "q3", "question": "where did peter sit ?", "answers": [], "is_impossible": True},
+    ]
+    path = tmp_path / "squad.json"
+    path.write_text(
+        json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]})
+    )
+    return path
+
+
+def _conll(tmp_path):
+    sentences = [
+        [("eu", "I-ORG"), ("sat", "O")],
+        [("peter", "I-PER"), ("ran", "O"), ("paris", "I-LOC")],
+        [("the", "O"), ("eu", "I-ORG")],
+        [("peter", "I-PER"), ("sat", "O")],
+    ]
+    text = "-DOCSTART- -X- O O\n\n" + "\n\n".join("\n".join(f"{w} NN O {t}" for w, t in s) for s in sentences) + "\n"
+    data = tmp_path / "conll"
+    data.mkdir()
+    for name in ("eng.train", "eng.testa"):
+        (data / name).write_text(text * 3)
+    return data
+
+
+def _swag(tmp_path, endings=("sat on the mat .,ran far away .,is a film .,was awful .",) * 2):
+    """SWAG CSVs: 8 rows alternating two contexts, each with its four `endings` (one CSV string)."""
+    header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+    rows = [f"v,{{i}},x,the cat sat,the cat,gold,{endings[0]},0", f"v,{{i}},x,the dog ran,the dog,gold,{endings[1]},1"]
+    data = tmp_path / "swag"
+    data.mkdir()
+    for name in ("train.csv", "val.csv"):
+        (data / name).write_text(header + "\n".join(rows[i % 2].format(i=i) for i in range(8)) + "\n")
     return data

@@ -129,7 +129,7 @@ def test_best_checkpoint_flags_are_checked_first(model_dir, tmp_path):  # noqa: 
 
 def test_squad_evaluates_during_training_and_keeps_the_best_f1(model_dir, tmp_path):  # noqa: F811
     from keras_bert_impl.runners.run_squad import run_squad
-    from tests.test_finetuning_runners import _squad_file
+    from tests.finetuning_fixtures import _squad_file
 
     path = _squad_file(tmp_path)
     out = tmp_path / "squad"

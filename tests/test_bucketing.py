@@ -184,7 +184,7 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
     from keras_bert_impl.runners.extract_features import run_extract_features
     from keras_bert_impl.runners.run_ner import run_ner
     from keras_bert_impl.runners.run_squad import run_squad
-    from tests.test_finetuning_runners import _conll, _squad_file, _swag
+    from tests.finetuning_fixtures import _conll, _squad_file, _swag
 
     def both(run):
         outputs = {}

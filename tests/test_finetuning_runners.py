@@ -10,7 +10,15 @@ import pytest
 
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from tests.conftest import REPO_ROOT
-from tests.finetuning_fixtures import VOCAB, _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
+from tests.finetuning_fixtures import (  # noqa: F401 -- model_dir: a fixture
+    VOCAB,
+    _conll,
+    _mrpc,
+    _options,
+    _squad_file,
+    _swag,
+    model_dir,
+)
 
 
 def test_run_classifier_files_and_keys(model_dir, tmp_path):
@@ -107,30 +115,6 @@ def test_run_classifier_command_line(model_dir, tmp_path):
         timeout=300,
     )
     assert bad.returncode != 0 and "missing.txt: no such file" in bad.stderr.splitlines()[-1]
-
-
-def _squad_file(tmp_path):
-    context = "the cat sat on the mat . the dog ran far away ."
-    qas = [
-        {
-            "id": "q1",
-            "question": "where did the cat sit ?",
-            "answers": [{"text": "the mat", "answer_start": 15}],
-            "is_impossible": False,
-        },
-        {
-            "id": "q2",
-            "question": "where did the dog run ?",
-            "answers": [{"text": "far away", "answer_start": 37}],
-            "is_impossible": False,
-        },
-        {"id": "q3", "question": "where did peter sit ?", "answers": [], "is_impossible": True},
-    ]
-    path = tmp_path / "squad.json"
-    path.write_text(
-        json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]})
-    )
-    return path
 
 
 def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
@@ -233,21 +217,6 @@ def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
     assert predictions == {"q1": "", "q2": "", "q3": ""} and set(odds.values()) == {NO_CANDIDATE_NULL_ODDS}
 
 
-def _conll(tmp_path):
-    sentences = [
-        [("eu", "I-ORG"), ("sat", "O")],
-        [("peter", "I-PER"), ("ran", "O"), ("paris", "I-LOC")],
-        [("the", "O"), ("eu", "I-ORG")],
-        [("peter", "I-PER"), ("sat", "O")],
-    ]
-    text = "-DOCSTART- -X- O O\n\n" + "\n\n".join("\n".join(f"{w} NN O {t}" for w, t in s) for s in sentences) + "\n"
-    data = tmp_path / "conll"
-    data.mkdir()
-    for name in ("eng.train", "eng.testa"):
-        (data / name).write_text(text * 3)
-    return data
-
-
 def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
     from keras_bert_impl.runners.run_ner import run_ner
 
@@ -260,17 +229,6 @@ def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
     assert results["eval_f1"] > 0.9  # memorised
     lines = (out / "dev_predictions.txt").read_text().split("\n")
     assert lines[0].split() == ["eu", "I-ORG", lines[0].split()[2]]
-
-
-def _swag(tmp_path, endings=("sat on the mat .,ran far away .,is a film .,was awful .",) * 2):
-    """SWAG CSVs: 8 rows alternating two contexts, each with its four `endings` (one CSV string)."""
-    header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
-    rows = [f"v,{{i}},x,the cat sat,the cat,gold,{endings[0]},0", f"v,{{i}},x,the dog ran,the dog,gold,{endings[1]},1"]
-    data = tmp_path / "swag"
-    data.mkdir()
-    for name in ("train.csv", "val.csv"):
-        (data / name).write_text(header + "\n".join(rows[i % 2].format(i=i) for i in range(8)) + "\n")
-    return data
 
 
 def test_run_swag_accuracy(model_dir, tmp_path):
