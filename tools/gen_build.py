@@ -22,6 +22,7 @@ TOOLS = [
     "run_swag.py",
     "extract_features.py",
     "export_saved_model.py",
+    "convert_checkpoint.py",
     "convert_hf_checkpoint.py",
     "tfrecord_tools/create_pretraining_data.py",
     "tfrecord_tools/create_finetuning_data.py",
