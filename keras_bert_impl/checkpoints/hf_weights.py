@@ -26,6 +26,20 @@ _DTYPES = {
     "BOOL": np.bool_,
 }
 
+# config.json keys with the same name and meaning as bert_config.json's.
+_SHARED_CONFIG_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+)
+
 # Hugging Face activation names -> ours.
 _HF_ACTIVATIONS = {
     "gelu": "gelu_exact",
@@ -106,20 +120,22 @@ def _pattern(template):
     return re.compile("".join(_GROUPS[part] if index % 2 else re.escape(part) for index, part in enumerate(parts)))
 
 
-def _rows(architecture=None):
-    """(HF regex, Google regex, HF template, Google template, linear, an encoder row) of the
-    table, with `architecture`'s own `classifier.*` rows first."""
-    own = CLASSIFIER_ROWS.get(architecture, ())
-    return tuple(
-        (_pattern(hf), _pattern(google), hf, google, linear, table is ENCODER_ROWS)
-        for table in (ENCODER_ROWS, own, HEAD_ROWS)
-        for hf, google, linear in table
-    )
+def _compiled(rows, in_encoder):
+    """(HF regex, Google regex, HF template, Google template, linear, in the encoder) per row."""
+    return tuple((_pattern(hf), _pattern(google), hf, google, linear, in_encoder) for hf, google, linear in rows)
 
 
-_ROWS = _rows()
+_ENCODER, _HEADS = _compiled(ENCODER_ROWS, True), _compiled(HEAD_ROWS, False)
+_CLASSIFIERS = {architecture: _compiled(rows, False) for architecture, rows in CLASSIFIER_ROWS.items()}
 # Writing: every Google name has one Hugging Face name.
-_ALL_ROWS = _ROWS + tuple(row for architecture in CLASSIFIER_ROWS for row in _rows(architecture) if row not in _ROWS)
+_ALL_ROWS = _ENCODER + _HEADS + tuple(row for rows in _CLASSIFIERS.values() for row in rows)
+
+
+def _rows(architecture=None):
+    """Reading: the table with `architecture`'s own `classifier.*` rows before the default ones."""
+    return _ENCODER + _CLASSIFIERS.get(architecture, ()) + _HEADS
+
+
 # Buffers and tied copies that carry no weights of their own.
 _SKIPPED = re.compile(r"(position_ids|cls\.predictions\.decoder\.(weight|bias))$")
 # Old checkpoints (Google's TF1 exports converted by transformers' first scripts) say gamma/beta.
@@ -169,21 +185,12 @@ def hf_config_to_bert_config(values, source="config.json"):
         raise BertConfigError(f"{source}: hidden_act {activation!r} has no BERT equivalent here")
     if values.get("position_embedding_type", "absolute") != "absolute":
         raise BertConfigError(f"{source}: only absolute position embeddings are supported")
-    keys = (
-        "vocab_size",
-        "hidden_size",
-        "num_hidden_layers",
-        "num_attention_heads",
-        "intermediate_size",
-        "hidden_dropout_prob",
-        "attention_probs_dropout_prob",
-        "max_position_embeddings",
-        "type_vocab_size",
-        "initializer_range",
-    )
     try:
         return BertConfig.from_dict(
-            {**{key: values[key] for key in keys if key in values}, "hidden_act": _HF_ACTIVATIONS[activation]},
+            {
+                **{key: values[key] for key in _SHARED_CONFIG_KEYS if key in values},
+                "hidden_act": _HF_ACTIVATIONS[activation],
+            },
             source=source,
         )
     except KeyError as error:
@@ -269,7 +276,7 @@ ARCHITECTURES = {
     "encoder": ("BertModel", ()),
     "pretrainer": (
         "BertForPreTraining",
-        tuple(google for _, google, _ in HEAD_ROWS if google.startswith("cls/") and "squad" not in google),
+        tuple(google for _, google, _ in HEAD_ROWS if google.startswith(("cls/predictions/", "cls/seq_relationship/"))),
     ),
     "classifier": ("BertForSequenceClassification", ("output_weights", "output_bias")),
     "squad": ("BertForQuestionAnswering", ("cls/squad/output_weights", "cls/squad/output_bias")),
@@ -321,21 +328,7 @@ def bert_config_to_hf_config(config, architecture, label_names=None):
         "layer_norm_eps": 1e-12,
         "pad_token_id": 0,
         "position_embedding_type": "absolute",
-        **{
-            key: getattr(config, key)
-            for key in (
-                "vocab_size",
-                "hidden_size",
-                "num_hidden_layers",
-                "num_attention_heads",
-                "intermediate_size",
-                "hidden_dropout_prob",
-                "attention_probs_dropout_prob",
-                "max_position_embeddings",
-                "type_vocab_size",
-                "initializer_range",
-            )
-        },
+        **{key: getattr(config, key) for key in _SHARED_CONFIG_KEYS},
     }
     if label_names:
         values["id2label"] = {str(index): str(name) for index, name in enumerate(label_names)}

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
-from keras_bert_impl.training.bucketing import PADDING_LOGIT, bucket_by_length, prediction_batches
+from keras_bert_impl.training.bucketing import PADDING_LOGIT, prediction_batches, training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
@@ -110,14 +110,8 @@ class FineTuningRun(RunSetup):
         options = self.options
         spec = self.task.feature_spec(is_training=True)
         feature_specs.check_records_match(path, spec, "training records", lengths_are_flags=False)
-        bucketing = None
-        # A TPU compiles the whole loop for one shape: it trains padded (it still predicts bucketed).
-        on_tpu = isinstance(self.strategy, tf.distribute.TPUStrategy)
-        if not options.pad_to_max_seq_length and not on_tpu:
-
-            def bucketing(dataset, batch_size, drop_remainder):
-                return bucket_by_length(dataset, self.task, batch_size, options.max_seq_length, drop_remainder)
-
+        # A TPU trains padded (it still predicts bucketed).
+        bucketing = training_bucketing(self.task, options.max_seq_length, self.strategy, options.pad_to_max_seq_length)
         dataset = make_tfrecord_dataset(
             [path],
             spec,

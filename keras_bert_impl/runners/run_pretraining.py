@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
 from keras_bert_impl.tasks.pretraining import PretrainingTask
-from keras_bert_impl.training.bucketing import bucket_by_length
+from keras_bert_impl.training.bucketing import training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
@@ -55,16 +55,13 @@ class PretrainingData:
                 options.do_whole_word_mask,
                 seed,
             )
-        bucketing = None
         # Training batches are length-bucketed (20% of the positions at 512 are padding; see the
-        # README); evaluation reads Google's fixed shapes, so --max_eval_steps covers the same
-        # examples either way. A TPU compiles its loop for one shape: it trains padded.
-        on_tpu = isinstance(setup.strategy, tf.distribute.TPUStrategy)
-        if self.is_training and not options.pad_to_max_seq_length and not on_tpu:
-
-            def bucketing(dataset, batch_size, drop_remainder):
-                return bucket_by_length(dataset, self.task, batch_size, options.max_seq_length, drop_remainder)
-
+        # README); evaluation reads Google's fixed shapes, so --max_eval_steps covers the same examples.
+        bucketing = None
+        if self.is_training:
+            bucketing = training_bucketing(
+                self.task, options.max_seq_length, setup.strategy, options.pad_to_max_seq_length
+            )
         return make_tfrecord_dataset(
             self.files,
             self.spec,

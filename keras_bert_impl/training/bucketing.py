@@ -55,6 +55,19 @@ def bucket_by_length(dataset, task, batch_size, max_seq_length, drop_remainder=T
     return batches.map(cut, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
+def training_bucketing(task, max_seq_length, strategy, pad_to_max_seq_length=False):
+    """What `make_tfrecord_dataset(bucketing=...)` takes for a run's training batches: None
+    (Google's fixed shapes) with --pad_to_max_seq_length or on a TPU, which compiles its whole
+    loop for one shape."""
+    if pad_to_max_seq_length or isinstance(strategy, tf.distribute.TPUStrategy):
+        return None
+
+    def bucketing(dataset, batch_size, drop_remainder):
+        return bucket_by_length(dataset, task, batch_size, max_seq_length, drop_remainder)
+
+    return bucketing
+
+
 def prediction_batches(lengths, batch_size, max_seq_length, bucketed=True):
     """[(indices, length)]: which examples form each batch and the length it is cut to.
     Bucketed, the examples go by length (stable) and each batch is cut to its bucket; padded,
