@@ -7,9 +7,10 @@
   between vocab, config, checkpoint and data, a full disk) print one line,
   `TOOL: error: FILE: what is wrong; the fix`, and exit 1: no traceback.
 - Ctrl-C and SIGTERM (what `kill` and batch schedulers send) raise `Interrupted` in the main
-  thread, so every `finally` removes its temporary files; the tool prints one line (training says
-  at which step it stopped and how to resume) and exits 130 (SIGINT) or 143 (SIGTERM). A second
-  signal stops at once.
+  thread, at once in our own code and at the next safe point when TensorFlow or Keras is running
+  (`tfrecord_tools.stop`), so every `finally` removes its temporary files and no output is
+  completed after the signal; the tool prints one line (training says at which step it stopped
+  and how to resume) and exits 130 (SIGINT) or 143 (SIGTERM). A second signal stops at once.
 """
 
 import atexit
@@ -23,8 +24,8 @@ import threading
 
 from absl import app, flags, logging
 
-from keras_bert_impl.errors import Interrupted
-from tfrecord_tools.errors import UsageError
+from tfrecord_tools import stop
+from tfrecord_tools.errors import Interrupted, UsageError
 
 FLAGS = flags.FLAGS
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
@@ -142,31 +143,42 @@ class Log:
 def _listen_for_stops():
     """The signal wake-up pipe: written by the C-level handler the moment a signal arrives, even
     while the main thread is deep inside TensorFlow; the Trainer checks it between steps."""
-    from keras_bert_impl.training import stop  # noqa: PLC0415
-
     read, write = os.pipe()
     os.set_blocking(read, False)
     os.set_blocking(write, False)
     signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-    seen = []
 
     def requested():
-        if not seen:
-            try:
-                seen.extend(os.read(read, 64))
-            except BlockingIOError:
-                pass
-        return bool(seen)
+        try:
+            numbers = os.read(read, 64)
+        except BlockingIOError:
+            return None
+        names = [signal.Signals(n).name for n in numbers if n in (signal.SIGINT, signal.SIGTERM)]
+        return names[0] if names else None
 
     stop.add_check(requested)
 
 
-def _on_signal(number, _frame):
+# Raising inside these is unsafe (see `tfrecord_tools.stop`): the stop waits for a safe point.
+_DEFER_INSIDE = frozenset({"tensorflow", "tensorflow_text", "keras", "tf_keras", "official", "tensorboard"})
+
+
+def _inside_library(frame):
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").partition(".")[0] in _DEFER_INSIDE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_signal(number, frame):
     name = signal.Signals(number).name
     # A second signal stops at once.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    raise Interrupted(name, f"stopped by {name}; nothing half-written was kept")
+    stop.request(name)
+    if not _inside_library(frame):
+        stop.raise_if_requested()
 
 
 def _final_name(path):
@@ -241,6 +253,9 @@ def run(main, name):
             print(f"{name}: stopped by SIGINT", file=sys.stderr)
             sys.exit(130)
         except Exception as error:  # noqa: BLE001 -- expected ones become one line, the rest are bugs
+            if stop.requested():  # the signal's exception, re-wrapped by a library on its way up
+                print(f"{name}: stopped by {stop.requested()}; nothing half-written was kept", file=sys.stderr)
+                sys.exit(EXIT_CODES.get(stop.requested(), 130))
             if _is_expected(error):
                 print(f"{name}: error: {one_line(getattr(error, 'message', None) or error)}", file=sys.stderr)
                 sys.exit(1)

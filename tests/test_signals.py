@@ -233,3 +233,46 @@ def test_kill_9_while_writing_a_checkpoint_keeps_the_previous_one(setup, tmp_pat
     got = tf.train.load_checkpoint(str(run / "bert_model.ckpt"))
     for name in want.get_variable_to_shape_map():
         assert np.array_equal(want.get_tensor(name), got.get_tensor(name)), name
+
+
+@pytest.fixture
+def handler(monkeypatch):
+    """`keras_bert_cli.app`'s signal handler on a clean stop state; the process's own handlers come back after."""
+    from keras_bert_cli import app
+    from tfrecord_tools import stop
+
+    monkeypatch.setattr(stop, "_REQUESTED", [])
+    monkeypatch.setattr(stop, "_CHECKS", [])
+    kept = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    yield app._on_signal
+    for number, previous in kept.items():
+        signal.signal(number, previous)
+
+
+def _frame_of_module(module_name):
+    """A frame that looks like one of `module_name`'s (where the main thread was when the signal came)."""
+    namespace = {"__name__": module_name, "sys": sys}
+    exec("def here():\n    return sys._getframe()\n", namespace)
+    return namespace["here"]()
+
+
+def test_a_signal_inside_tensorflow_waits_for_the_next_safe_point(handler, tmp_path):
+    from tfrecord_tools.errors import Interrupted
+    from tfrecord_tools.files import atomic_output
+
+    handler(signal.SIGTERM, _frame_of_module("tensorflow.python.eager.polymorphic_function"))  # no raise
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # a second signal would stop at once
+    output = tmp_path / "out.txt"
+    with pytest.raises(Interrupted) as stopped:
+        with atomic_output(output) as writer:  # a block that runs to its end ...
+            writer.write("complete")
+    assert stopped.value.signal_name == "SIGTERM"
+    assert os.listdir(tmp_path) == []  # ... but is not renamed, and its temporary is gone
+
+
+def test_a_signal_in_our_own_code_raises_at_once(handler):
+    from tfrecord_tools.errors import Interrupted
+
+    with pytest.raises(Interrupted) as stopped:
+        handler(signal.SIGINT, _frame_of_module("tfrecord_tools.pretraining_data"))
+    assert stopped.value.signal_name == "SIGINT"

@@ -7,6 +7,7 @@ readers also accept tf-models-official's `input_word_ids` / `input_type_ids`.
 import numpy as np
 import tensorflow as tf
 
+from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_outputs
 
@@ -269,6 +270,7 @@ def write_tfrecord(records, output_file):
             for record in records:
                 writer.write(record)
                 count += 1
+                stop.raise_if_requested()
     return count
 
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 
+from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
 
 
@@ -67,13 +68,15 @@ def atomic_outputs(paths, suffixes=("",)):
     """Yields one temporary path per path in `paths`; when the block succeeds each
     `temporary + suffix` is renamed to `path + suffix`, in order (so the last suffix can mark a
     complete bundle, as a checkpoint's `.index`). On any exception, KeyboardInterrupt or a
-    signal turned into one, every temporary is removed and the exception goes on."""
+    signal turned into one, every temporary is removed and the exception goes on; after a stop
+    request (`stop`) nothing is renamed, even when the block ran to its end."""
     paths = [str(path) for path in paths]
     temporaries = [temporary_name(path) for path in paths]
     for path in paths:
         _make_parent(path)
     try:
         yield temporaries
+        stop.raise_if_requested()  # a signal the block's library code could not be stopped by
         for path, temporary in zip(paths, temporaries):
             for suffix in suffixes:
                 _rename(temporary + suffix, path + suffix)

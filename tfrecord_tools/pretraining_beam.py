@@ -14,6 +14,7 @@ Needs `pip install .[beam]`; nothing else in the project imports this module.
 import dataclasses
 import os
 
+from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
 from tfrecord_tools.pretraining_data import Summary, UnitMaker, check_vocab
 from tfrecord_tools.pretraining_units import plan_units
@@ -113,6 +114,7 @@ def run_beam_pipeline(
         summary = _summary(result)
         if not summary.documents:
             raise UsageError(f"{input_patterns}: hold no text (only blank lines); check --input_file")
+        stop.raise_if_requested()  # a signal while Beam ran: keep nothing
         FileSystems.rename(staged, final)
         committed = True
     finally:

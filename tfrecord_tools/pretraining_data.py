@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 
+from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_outputs
 from tfrecord_tools.pretraining_units import DEFAULT_UNIT_BYTES, open_binary, plan_units, read_unit
@@ -235,6 +236,7 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
                     warnings(message)
                 summary.add(unit_summary)
                 progress.update(summary.text_bytes >> 20, f"instances {summary.instances}")
+                stop.raise_if_requested()
             if not summary.documents:
                 raise UsageError(f"{', '.join(input_paths)}: hold no text (only blank lines); check --input_file")
         finally:

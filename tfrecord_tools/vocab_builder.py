@@ -9,6 +9,7 @@ import collections
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+from tfrecord_tools import stop
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 from tfrecord_tools.errors import UsageError
 from tfrecord_tools.progress import LimitedWarnings
@@ -45,6 +46,7 @@ def count_words(lines, do_lower_case=True, batch_size=4096):
         if len(batch) == batch_size:
             counts.update(word.decode("utf-8") for word in split(tf.constant(batch)).flat_values.numpy())
             batch = []
+            stop.raise_if_requested()
     if batch:
         counts.update(word.decode("utf-8") for word in split(tf.constant(batch)).flat_values.numpy())
     return counts

@@ -142,6 +142,7 @@ def run_extract_features(
             raise UsageError(f"--layers: {index} is outside the model's {config.num_hidden_layers} layers")
     if init_checkpoint:
         log(f"init_checkpoint {init_checkpoint}: {initialize_from_checkpoint(encoder, init_checkpoint).summary()}")
+    from tfrecord_tools import stop  # noqa: PLC0415
     from tfrecord_tools.progress import Progress  # noqa: PLC0415
 
     progress = Progress(len(examples), "examples", log)
@@ -152,5 +153,6 @@ def run_extract_features(
         for done, record in enumerate(records, start=1):
             writer.write(json.dumps(record) + "\n")
             progress.update(done)
+            stop.raise_if_requested()
     log(f"wrote {output_file}: {len(examples)} examples")
     return len(examples)

@@ -31,10 +31,10 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_bert_impl.training import stop
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
-from tfrecord_tools.errors import UsageError
+from tfrecord_tools import stop
+from tfrecord_tools.errors import Interrupted, UsageError
 from tfrecord_tools.files import atomic_output
 from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS, format_seconds
 
@@ -363,6 +363,7 @@ class Trainer:
             sums = {
                 name: float(value) for name, value in self._train_loop(self.iterator, tf.constant(num_steps)).items()
             }
+            stop.raise_if_requested()  # a signal during the loop (which ended early for it)
             elapsed = time.time() - loop_start
             metrics = self._ratios(sums)
             step = self.global_step
@@ -436,8 +437,6 @@ class Trainer:
     def _interrupted(self, interrupt):
         """Ctrl-C / SIGTERM: save where the run is (unless it came during a save, or other workers
         would have to join), then an `Interrupted` naming the step and how to resume."""
-        from keras_bert_impl.errors import Interrupted  # noqa: PLC0415
-
         step = self.global_step
         saved = self._last_saved_step()
         single_worker = not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
@@ -461,6 +460,7 @@ class Trainer:
             if max_steps is not None and index >= max_steps:
                 break
             numerators, denominators = self._eval_step(features)
+            stop.raise_if_requested()
             for name, value in (numerators | denominators).items():
                 sums[name] = sums.get(name, 0.0) + float(value)
         if not sums:
