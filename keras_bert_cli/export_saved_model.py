@@ -3,7 +3,7 @@ ids and tf.train.Examples, for TF Serving or `tf.saved_model.load` (after `impor
 
     python export_saved_model.py --bert_config_file=bert_config.json --vocab_file=vocab.txt \
         --init_checkpoint=out/mrpc --model_type=classifier --label_names=0,1 --max_seq_length=128 \
-        --export_dir=exported/mrpc
+        --export_dir=exported/mrpc [--tflite_file=mrpc.tflite --tflite_quantization=dynamic_range]
 """
 
 from absl import flags
@@ -37,6 +37,15 @@ flags.DEFINE_bool(
 flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.")
 flags.DEFINE_bool("force", False, "Replace an existing --export_dir.")
 flags.DEFINE_bool("allow_random_weights", False, "Export even without --init_checkpoint (random weights).")
+flags.DEFINE_string(
+    "tflite_file", None, "Also write a TFLite model of the serve_ids signature (token ids in; no tokenizer) here."
+)
+flags.DEFINE_enum(
+    "tflite_quantization",
+    "float32",
+    ["float32", "dynamic_range"],
+    "--tflite_file: float32 weights, or int8 weights dequantized at run time (dynamic range, ~1/4 the size).",
+)
 flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
 
 
@@ -64,6 +73,8 @@ def main(_):
         FLAGS.variable_seq_length,
         FLAGS.force,
         FLAGS.allow_random_weights,
+        FLAGS.tflite_file,
+        FLAGS.tflite_quantization,
         log=app.Log(),
     )
 

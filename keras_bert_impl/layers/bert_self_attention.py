@@ -59,7 +59,8 @@ class BertSelfAttention(keras.layers.Layer):
 
         scores = ops.einsum("bfnh,btnh->bnft", query, key)  # [B, N, F, T]
         # Every query sees every real key; padded keys get _MASK_ADDER.
-        key_mask = ops.cast(input_mask, scores.dtype)[:, None, None, :]  # [B, 1, 1, T]
+        # expand_dims, not [:, None, None, :]: TFLite has no strided slice that adds axes.
+        key_mask = ops.expand_dims(ops.cast(input_mask, scores.dtype), (1, 2))  # [B, 1, 1, T]
         scores = scores + (1.0 - key_mask) * ops.cast(_MASK_ADDER, scores.dtype)
         probs = ops.softmax(scores, axis=-1)  # [B, N, F, T]
         probs = self.dropout(probs, training=training)

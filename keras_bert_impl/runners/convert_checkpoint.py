@@ -2,8 +2,10 @@
 
 Formats: `google` (bert_config.json + bert_model.ckpt, as Google's releases and run_pretraining's
 --output_dir; or a fine-tuning runner's --output_dir with --bert_config_file, whose newest ckpt-N
-is read into its task model, named by meta.json or --model_type) and `huggingface` (config.json +
-model.safetensors + vocab.txt + tokenizer_config.json, what transformers' `from_pretrained` reads).
+is read into its task model, named by meta.json or --model_type), `huggingface` (config.json +
+model.safetensors + vocab.txt + tokenizer_config.json, what transformers' `from_pretrained` reads)
+and `keras_hub` (a preset directory of BertBackbone, BertMaskedLM or BertTextClassifier, written and
+read by keras-hub itself).
 Every direction goes through Google's names: one table per format maps onto them.
 """
 
@@ -15,7 +17,7 @@ import numpy as np
 
 from tfrecord_tools.errors import UsageError
 
-FORMATS = ("google", "huggingface")
+FORMATS = ("google", "huggingface", "keras_hub")
 # The head each Google-named weight announces, most specific first.
 _HEAD_OF = (
     ("cls/squad/", "squad"),
@@ -72,7 +74,9 @@ def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None,
     from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
     from tfrecord_tools.files import check_readable_file  # noqa: PLC0415
 
-    vocab = vocab_file or os.path.join(input_dir, "vocab.txt")
+    vocab = vocab_file or os.path.join(
+        input_dir, *(("assets", "tokenizer", "vocabulary.txt") if from_format == "keras_hub" else ("vocab.txt",))
+    )
     check_readable_file(vocab, "--vocab_file" if vocab_file else "--input_dir", "vocab.txt (or pass --vocab_file)")
     if from_format == "google":
         import tensorflow as tf  # noqa: PLC0415
@@ -89,6 +93,11 @@ def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None,
             return config, weights, vocab, None, found
         prefix = resolve_checkpoint_prefix(os.path.join(input_dir, "bert_model.ckpt"))
         return config, read_google_checkpoint(prefix), vocab, None, {}
+    if from_format == "keras_hub":
+        from keras_bert_impl.checkpoints.keras_hub_weights import load_keras_hub_preset  # noqa: PLC0415
+
+        config, weights, vocab, do_lower_case, found_type, labels = load_keras_hub_preset(input_dir)
+        return config, weights, vocab_file or vocab, do_lower_case, {"model_type": found_type, "label_names": labels}
     config, weights = load_hf_directory(input_dir)
     do_lower_case = None
     tokenizer_config = os.path.join(input_dir, "tokenizer_config.json")
@@ -119,7 +128,7 @@ def convert_checkpoint(
 
     for flag, value in (("--from", from_format), ("--to", to_format)):
         if value not in FORMATS:
-            raise UsageError(f"{flag}={value}: use one of {', '.join(FORMATS)} (keras_hub is not supported yet)")
+            raise UsageError(f"{flag}={value}: use one of {', '.join(FORMATS)}")
     if model_type is not None and model_type not in ARCHITECTURES:
         raise UsageError(f"--model_type={model_type}: use one of {', '.join(ARCHITECTURES)}")
     check_writable(output_dir, "--output_dir", kind="replaced")
@@ -137,6 +146,13 @@ def convert_checkpoint(
         if model_type in LABELED and not label_names and LABELED[model_type] in weights:
             label_names = [f"LABEL_{index}" for index in range(np.shape(weights[LABELED[model_type]])[0])]
         write_hf_directory(config, weights, vocab, lower, output_dir, model_type, label_names, force=force)
+    elif to_format == "keras_hub":
+        from keras_bert_impl.checkpoints.keras_hub_weights import write_keras_hub_preset  # noqa: PLC0415
+
+        with atomic_directory(output_dir, force=force) as temporary:
+            write_keras_hub_preset(
+                config, weights, vocab, lower, temporary, model_type, label_names, warn=getattr(log, "warning", log)
+            )
     else:
         with atomic_directory(output_dir, force=force) as temporary:
             config.to_json_file(os.path.join(temporary, "bert_config.json"))

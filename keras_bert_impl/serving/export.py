@@ -85,6 +85,8 @@ def build_and_export(
     variable_seq_length=True,
     force=False,
     allow_random_weights=False,
+    tflite_file=None,
+    tflite_quantization="float32",
     log=print,
 ):
     """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the
@@ -109,6 +111,12 @@ def build_and_export(
         raise FileExistsError(
             f"{export_dir}: already exists; pass --force to replace it (or choose another --export_dir)"
         )
+    if tflite_file:
+        from keras_bert_impl.serving.tflite import QUANTIZATIONS  # noqa: PLC0415
+
+        check_writable(tflite_file, "--tflite_file")
+        if tflite_quantization not in QUANTIZATIONS:
+            raise UsageError(f"--tflite_quantization={tflite_quantization}: choose one of {', '.join(QUANTIZATIONS)}")
     if init_checkpoint:
         check_init_checkpoint(init_checkpoint, config, bert_config_file)
     elif not allow_random_weights:
@@ -136,4 +144,9 @@ def build_and_export(
             )
     export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length, force)
     log(f"wrote {export_dir}")
+    if tflite_file:
+        from keras_bert_impl.serving.tflite import convert_to_tflite  # noqa: PLC0415
+
+        size = convert_to_tflite(export_dir, tflite_file, tflite_quantization)
+        log(f"wrote {tflite_file} ({tflite_quantization}, {size / 2**20:.1f} MiB): token ids in, signature serve_ids")
     return export_dir

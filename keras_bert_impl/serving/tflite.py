@@ -1,0 +1,51 @@
+"""`convert_to_tflite`: the `serve_ids` signature of one of our SavedModels as a TFLite model.
+
+Token ids in (`input_ids`, `input_mask`, `segment_ids`, int32 [B, T]; the shapes stay dynamic,
+so the interpreter is resized per input), the task's outputs out. `float32` keeps the SavedModel's
+numbers; `dynamic_range` stores the larger weight matrices as int8 (about a quarter of the size)
+and dequantizes them at run time. Raw text cannot come along: our tokenizer needs RE2 and ICU ops
+(`StaticRegexReplace`, `NormalizeUTF8`, `RegexSplitWithOffsets`) that neither TFLite nor
+tensorflow-text's TFLite kernels provide.
+"""
+
+import warnings
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 -- loading the SavedModel needs its ops (its text signature)
+
+from tfrecord_tools.errors import UsageError
+from tfrecord_tools.files import atomic_output, check_writable
+
+QUANTIZATIONS = ("float32", "dynamic_range")
+SIGNATURE = "serve_ids"
+
+
+def convert_to_tflite(saved_model_dir, output_file, quantization="float32"):
+    """Writes `output_file` (written whole or not at all); returns its size in bytes."""
+    if quantization not in QUANTIZATIONS:
+        raise UsageError(f"--tflite_quantization={quantization}: choose one of {', '.join(QUANTIZATIONS)}")
+    check_writable(output_file, "--tflite_file")
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir), signature_keys=[SIGNATURE])
+    if quantization == "dynamic_range":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]  # no representative data: dynamic range
+    flat = converter.convert()
+    with atomic_output(output_file, "wb") as writer:
+        writer.write(flat)
+    return len(flat)
+
+
+class TFLiteModel:
+    """A converted model in `tf.lite.Interpreter`: `model(input_ids=..., input_mask=..., segment_ids=...)`
+    -> {output name: numpy array}; one interpreter, resized to each call's shapes."""
+
+    def __init__(self, path_or_content, num_threads=None):
+        content = path_or_content if isinstance(path_or_content, bytes) else None
+        with warnings.catch_warnings():  # "use ai_edge_litert": not a dependency of ours; this one works
+            warnings.simplefilter("ignore", UserWarning)
+            self._interpreter = tf.lite.Interpreter(
+                model_path=None if content else str(path_or_content), model_content=content, num_threads=num_threads
+            )
+        self._runner = self._interpreter.get_signature_runner(SIGNATURE)
+
+    def __call__(self, **inputs):
+        return self._runner(**inputs)

@@ -1,0 +1,119 @@
+"""TFLite: the `serve_ids` signature converted with tf.lite.TFLiteConverter gives the SavedModel's
+outputs (float32 within 1e-4; dynamic-range int8 close and smaller), at any batch and length."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl.serving.export import export_saved_model
+from keras_bert_impl.serving.tflite import TFLiteModel, convert_to_tflite
+from keras_bert_impl.tasks.registry import create_task
+from tests.conftest import REPO_ROOT, randomize_weights, subprocess_env, tiny_bert_config
+from tests.finetuning_fixtures import VOCAB, model_dir  # noqa: F401 -- model_dir: a fixture
+
+LENGTH = 16
+
+
+@pytest.fixture(scope="module")
+def saved_models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tflite")
+    (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    config = tiny_bert_config(len(VOCAB))
+    exported = {}
+    for model_type, labels in (("encoder", None), ("classifier", ["a", "b", "c"])):
+        task = create_task(model_type, config, LENGTH, label_names=labels)
+        model = randomize_weights(task.build_model(), seed=len(exported), scale=0.2)
+        export_saved_model(model, task, str(root / "vocab.txt"), True, str(root / model_type))
+        exported[model_type] = root / model_type
+    return root, exported
+
+
+def _ids(batch, length, seed):
+    rng = np.random.default_rng(seed)
+    input_ids = rng.integers(5, len(VOCAB), (batch, length)).astype(np.int32)
+    lengths = rng.integers(2, length + 1, batch)
+    lengths[0] = length
+    input_mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int32)
+    segment_ids = ((np.arange(length)[None, :] >= lengths[:, None] // 2) & (input_mask > 0)).astype(np.int32)
+    return {"input_ids": input_ids * input_mask, "input_mask": input_mask, "segment_ids": segment_ids}
+
+
+@pytest.mark.parametrize("model_type", ["encoder", "classifier"])
+def test_float32_matches_the_saved_model(saved_models, tmp_path, model_type):
+    _, exported = saved_models
+    path = tmp_path / f"{model_type}.tflite"
+    convert_to_tflite(exported[model_type], path)
+    lite = TFLiteModel(path)
+    signature = tf.saved_model.load(str(exported[model_type])).signatures["serve_ids"]
+    for batch, length, seed in ((3, 7, 0), (1, LENGTH, 1), (5, 11, 2)):  # the interpreter resizes per call
+        inputs = _ids(batch, length, seed)
+        expected = {name: value.numpy() for name, value in signature(**map_to_tensors(inputs)).items()}
+        got = lite(**inputs)
+        assert sorted(got) == sorted(expected)
+        for name, value in expected.items():
+            if value.dtype == object:
+                np.testing.assert_array_equal(got[name], value)
+            else:
+                np.testing.assert_allclose(got[name], value, atol=1e-4, rtol=0, err_msg=name)
+
+
+def map_to_tensors(inputs):
+    return {name: tf.constant(value) for name, value in inputs.items()}
+
+
+def test_dynamic_range_is_smaller_and_close(saved_models, tmp_path):
+    _, exported = saved_models
+    float_size = convert_to_tflite(exported["classifier"], tmp_path / "f.tflite")
+    int8_size = convert_to_tflite(exported["classifier"], tmp_path / "q.tflite", "dynamic_range")
+    # The converter stores weight matrices of 1024 values or more as int8, 3 of their 4 bytes gone
+    # (at most; some stay float where their op has no int8-weight kernel, and scales are added).
+    shapes = [shape for _, shape in tf.train.list_variables(str(exported["classifier"] / "variables" / "variables"))]
+    saving = sum(3 * int(np.prod(shape)) for shape in shapes if np.prod(shape) >= 1024)
+    assert 0.75 * saving < float_size - int8_size <= saving
+    inputs = _ids(4, 9, 3)
+    reference = TFLiteModel(tmp_path / "f.tflite")(**inputs)["probabilities"]
+    quantized = TFLiteModel(tmp_path / "q.tflite")(**inputs)["probabilities"]
+    assert not np.array_equal(quantized, reference)  # the weights really changed ...
+    np.testing.assert_allclose(quantized, reference, atol=0.02)  # ... by int8 rounding only
+
+
+def test_export_command_writes_the_tflite_file_and_checks_it_first(model_dir, tmp_path):  # noqa: F811
+    command = [
+        sys.executable,
+        os.path.join(REPO_ROOT, "export_saved_model.py"),
+        f"--vocab_file={model_dir}/vocab.txt",
+        f"--bert_config_file={model_dir}/bert_config.json",
+        f"--init_checkpoint={model_dir}/bert_model.ckpt",
+        "--max_seq_length=16",
+    ]
+    (tmp_path / "taken").mkdir()
+    bad = subprocess.run(
+        [*command, f"--export_dir={tmp_path}/a", f"--tflite_file={tmp_path}/taken"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert f"{tmp_path}/taken: is a directory; --tflite_file names a file" in bad.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "a").exists()  # checked before the export
+    good = subprocess.run(
+        [
+            *command,
+            f"--export_dir={tmp_path}/b",
+            f"--tflite_file={tmp_path}/b.tflite",
+            "--tflite_quantization=dynamic_range",
+        ],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert good.returncode == 0, good.stderr[-3000:]
+    assert "dynamic_range" in good.stderr.strip().splitlines()[-1]
+    outputs = TFLiteModel(tmp_path / "b.tflite")(**_ids(2, 5, 4))
+    assert outputs["pooled_output"].shape == (2, 32)
