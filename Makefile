@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow venv clean bench-deps bazel-deps bazel-test bazel-ci lint buildifier wheel-check
+.PHONY: demo test test-slow test-interop venv clean bench-deps bazel-deps bazel-test bazel-ci lint buildifier wheel-check
 
 venv: $(STAMP)
 
@@ -26,6 +26,25 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
+
+# Our Hugging Face export loaded by PyTorch transformers (tests/test_interop.py): torch and
+# TensorFlow cannot share a venv, so transformers gets its own, pinned by requirements-interop.txt;
+# the test runs in .venv and starts .venv-interop's python. Nothing is fetched when it runs.
+INTEROP_PYTHON ?= python3.11
+INTEROP_VENV := .venv-interop
+INTEROP_STAMP := $(INTEROP_VENV)/.installed
+
+$(INTEROP_STAMP): requirements-interop.txt
+	test -x $(INTEROP_VENV)/bin/python || $(INTEROP_PYTHON) -m venv $(INTEROP_VENV)
+	# torch first, alone, at its pin (this machine's CPU build); then the pinned set, which holds it there.
+	$(INTEROP_VENV)/bin/python -m pip install -q $$(grep '^torch==' requirements-interop.txt)
+	$(INTEROP_VENV)/bin/python -m pip install -q -r requirements-interop.txt
+	$(INTEROP_VENV)/bin/python -c "import torch, transformers; assert torch.version.cuda is None, 'not the CPU build'; \
+	  print('$(INTEROP_VENV): torch', torch.__version__, 'transformers', transformers.__version__)"
+	touch $@
+
+test-interop: $(STAMP) $(INTEROP_STAMP)
+	$(PY) -m pytest -q -s -m interop tests/test_interop.py
 
 clean:
 	rm -rf demo_output .pytest_cache

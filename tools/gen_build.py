@@ -46,7 +46,7 @@ LARGE_TESTS = {
     "test_dynamic_masking",
     "test_pretraining_beam",
 }
-MANUAL_TESTS = {"test_acceptance"}
+MANUAL_TESTS = {"test_acceptance", "test_interop"}  # test_interop: make test-interop (.venv-interop)
 
 
 def target_name(path):
