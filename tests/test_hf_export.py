@@ -245,3 +245,39 @@ def test_a_fine_tuned_runner_output_converts_with_its_labels(model_dir, tmp_path
     name = "bert/encoder/layer_0/attention/self/query/kernel"
     assert weights[name].shape == initial[name].shape and not np.array_equal(weights[name], initial[name])
     assert weights["output_weights"].shape == (2, 32)
+
+
+@pytest.mark.parametrize("task_name, kwargs", [("squad", {}), ("ner", {"label_names": ["O", "B-X", "I-X"]})])
+def test_a_head_trained_in_transformers_without_a_pooler_loads_and_serves(tmp_path, task_name, kwargs):
+    """transformers' BertForQuestionAnswering and BertForTokenClassification have no pooler: their
+    checkpoints convert and load into our squad / ner models (which never read it) with nothing
+    left at its initialisation, and give the original model's logits; a classifier still needs it."""
+    from keras_bert_impl.checkpoints.hf_weights import read_safetensors, write_safetensors
+    from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.tasks.registry import create_task
+
+    config = tiny_bert_config(99)
+    model = _model(task_name, config, **kwargs)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(f"w{i}" for i in range(99)) + "\n")
+    hf = tmp_path / "hf"
+    write_hf_directory(config, google_weights(model), str(vocab), True, str(hf), task_name, kwargs.get("label_names"))
+    tensors = read_safetensors(str(hf / "model.safetensors"))
+    write_safetensors({k: v for k, v in tensors.items() if ".pooler." not in k}, str(hf / "model.safetensors"))
+    convert_checkpoint("huggingface", "google", str(hf), str(tmp_path / "google"))
+    fresh = create_task(task_name, config, 16, **kwargs).build_model()
+    report = initialize_from_checkpoint(fresh, str(tmp_path / "google" / "bert_model.ckpt"))
+    assert report.initialized == []  # the pooler is not counted: nothing these heads use is missing
+    rng = np.random.default_rng(0)
+    inputs = {
+        "input_ids": rng.integers(0, 99, (2, 16)).astype(np.int32),
+        "input_mask": np.ones((2, 16), np.int32),
+        "segment_ids": np.zeros((2, 16), np.int32),
+    }
+    for name, value in model(inputs).items():
+        if name != "encoder_outputs":
+            np.testing.assert_array_equal(np.asarray(fresh(inputs)[name]), np.asarray(value), err_msg=name)
+    classifier = create_task("classifier", config, 16, label_names=["a", "b"]).build_model()
+    with pytest.raises(CheckpointMismatchError, match="missing bert/pooler/dense/kernel"):
+        initialize_from_checkpoint(classifier, str(tmp_path / "google" / "bert_model.ckpt"))

@@ -89,6 +89,7 @@ class TableRow:
     variable: object  # a keras.Variable of the model
     transposed: bool
     required: bool
+    used: bool = True  # False: the pooler under a head that never reads it
 
 
 @dataclasses.dataclass
@@ -120,6 +121,7 @@ def weight_table(model):
     """The rows of the name table that apply to `model` (an encoder or a task model)."""
     num_layers = _encoder_of(model).bert_config.num_hidden_layers
     by_path = {variable.path: variable for variable in model.weights}
+    pooler_used = getattr(model, "uses_pooled_output", True)
     rows = []
     for table, required in ((ENCODER_TABLE, True), (HEAD_TABLE, False)):
         for google_template, path_template, transposed in table:
@@ -127,8 +129,9 @@ def weight_table(model):
             for index in indices:
                 google_name = google_template.format(i=index)
                 path = path_template.format(i=index)
+                used = pooler_used or not google_name.startswith("bert/pooler/")
                 if path in by_path:
-                    rows.append(TableRow(google_name, by_path[path], transposed, required))
+                    rows.append(TableRow(google_name, by_path[path], transposed, required and used, used))
                 elif required:
                     raise KeyError(f"model {model.name} has no weight {path}")
     return rows
@@ -180,7 +183,7 @@ def assign_google_weights(model, weights, source="checkpoint"):
         if row.google_name not in weights:
             if row.required:
                 problems.append(f"missing {row.google_name}")
-            else:
+            elif row.used:
                 initialized.append(row.variable.path)
             continue
         value = np.asarray(weights[row.google_name])

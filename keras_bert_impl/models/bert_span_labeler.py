@@ -10,6 +10,8 @@ class BertSpanLabeler(TaskModel):
     """One [H, 2] dense map on the sequence output, as Google's run_squad.py (`cls/squad`);
     outputs `start_logits` and `end_logits`, each [B, T]."""
 
+    uses_pooled_output = False
+
     def __init__(self, encoder, **kwargs):
         inputs = dict(encoder.input)
         sequence = encoder(inputs)["sequence_output"]

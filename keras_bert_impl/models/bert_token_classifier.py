@@ -11,6 +11,8 @@ class BertTokenClassifier(TaskModel):
     """logits [B, T, C] = Dense(Dropout(sequence_output)); the paper labels each word's first
     sub-token and ignores the rest."""
 
+    uses_pooled_output = False
+
     def __init__(self, encoder, num_classes, dropout_rate=0.1, **kwargs):
         inputs = dict(encoder.input)
         sequence = encoder(inputs)["sequence_output"]

@@ -7,6 +7,10 @@ class TaskModel(keras.Model):
     """A functional model over `encoder` plus a head; `get_config` nests the encoder's config,
     so a saved `.keras` file rebuilds encoder and head together."""
 
+    # Heads that read only the sequence output say so: a checkpoint may then lack the pooler
+    # (transformers' BertForQuestionAnswering and BertForTokenClassification have none).
+    uses_pooled_output = True
+
     def __init__(self, encoder, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.encoder = encoder
