@@ -114,15 +114,18 @@ CLASSIFIER_ROWS = {
 _GROUPS = {"i": r"(?P<i>\d+)", "qkv": r"(?P<qkv>query|key|value)"}
 
 
-def _pattern(template):
-    """A table template as a regex: `{i}` and `{qkv}` become named groups."""
+def template_pattern(template):
+    """A table template as a regex: `{i}` and `{qkv}` become named groups (this table's and
+    `keras_hub_weights`')."""
     parts = re.split(r"\{(\w+)\}", template)
     return re.compile("".join(_GROUPS[part] if index % 2 else re.escape(part) for index, part in enumerate(parts)))
 
 
 def _compiled(rows, in_encoder):
     """(HF regex, Google regex, HF template, Google template, linear, in the encoder) per row."""
-    return tuple((_pattern(hf), _pattern(google), hf, google, linear, in_encoder) for hf, google, linear in rows)
+    return tuple(
+        (template_pattern(hf), template_pattern(google), hf, google, linear, in_encoder) for hf, google, linear in rows
+    )
 
 
 _ENCODER, _HEADS = _compiled(ENCODER_ROWS, True), _compiled(HEAD_ROWS, False)

@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from keras_bert_impl.checkpoints.hf_weights import template_pattern
 from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.models.bert_config import BertConfig
 from tfrecord_tools.errors import UsageError
@@ -96,16 +97,12 @@ HEAD_ROWS = {
 }
 # Google-named weights keras-hub has no place for (BertMaskedLM has no next-sentence head).
 NOT_CARRIED = re.compile(r"^cls/seq_relationship/")
-_GROUPS = {"i": r"(?P<i>\d+)", "qkv": r"(?P<qkv>query|key|value)"}
-
-
-def _pattern(template):
-    parts = re.split(r"\{(\w+)\}", template)
-    return re.compile("".join(_GROUPS[part] if index % 2 else re.escape(part) for index, part in enumerate(parts)))
 
 
 def _compiled(rows):
-    return tuple((_pattern(ours), _pattern(google), ours, google, layout) for ours, google, layout in rows)
+    return tuple(
+        (template_pattern(ours), template_pattern(google), ours, google, layout) for ours, google, layout in rows
+    )
 
 
 _ROWS = {model_type: _compiled(ENCODER_ROWS + HEAD_ROWS.get(model_type, ())) for model_type in TASK_CLASSES}
