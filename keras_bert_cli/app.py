@@ -181,6 +181,11 @@ def _on_signal(number, frame):
         stop.raise_if_requested()
 
 
+def _exit_interrupted(name, interrupt):
+    print(f"{name}: {interrupt.message}", file=sys.stderr)
+    sys.exit(EXIT_CODES.get(interrupt.signal_name, 130))
+
+
 def _final_name(path):
     """The output a temporary name stands for (`out.tfrecord.tmp-123.unit0.part1` -> `out.tfrecord`)."""
     return re.sub(r"\.tmp-\d+.*$", "", str(path))
@@ -247,15 +252,14 @@ def run(main, name):
         try:
             return main(argv)
         except Interrupted as interrupt:
-            print(f"{name}: {interrupt.message}", file=sys.stderr)
-            sys.exit(EXIT_CODES.get(interrupt.signal_name, 130))
+            _exit_interrupted(name, interrupt)
         except KeyboardInterrupt:
             print(f"{name}: stopped by SIGINT", file=sys.stderr)
             sys.exit(130)
         except Exception as error:  # noqa: BLE001 -- expected ones become one line, the rest are bugs
-            if stop.requested():  # the signal's exception, re-wrapped by a library on its way up
-                print(f"{name}: stopped by {stop.requested()}; nothing half-written was kept", file=sys.stderr)
-                sys.exit(EXIT_CODES.get(stop.requested(), 130))
+            interrupt = stop.interruption()
+            if interrupt is not None:  # the signal's exception, re-wrapped by a library on its way up
+                _exit_interrupted(name, interrupt)
             if _is_expected(error):
                 print(f"{name}: error: {one_line(getattr(error, 'message', None) or error)}", file=sys.stderr)
                 sys.exit(1)

@@ -41,8 +41,17 @@ def requested():
     return _REQUESTED[0] if _REQUESTED else None
 
 
+def interruption():
+    """The `Interrupted` of a stop the signal handler recorded, or None. Only the recorded ones:
+    in the main thread the handler has always run before the next line of ours, so no check (no
+    system call) is needed, and this can sit in per-record loops."""
+    if not _REQUESTED:
+        return None
+    return Interrupted(_REQUESTED[0], f"stopped by {_REQUESTED[0]}; nothing half-written was kept")
+
+
 def raise_if_requested():
-    """A safe point: raises `Interrupted` if a stop was requested."""
-    name = requested()
-    if name:
-        raise Interrupted(name, f"stopped by {name}; nothing half-written was kept")
+    """A safe point of the main thread: raises `Interrupted` if a stop was requested."""
+    interrupt = interruption()
+    if interrupt is not None:
+        raise interrupt

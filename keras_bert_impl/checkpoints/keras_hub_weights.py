@@ -293,7 +293,8 @@ def load_keras_hub_preset(directory):
         with open(tokenizer_path, encoding="utf-8") as reader:
             do_lower_case = json.load(reader).get("config", {}).get("lowercase")
     labels = None
-    if os.path.isfile(os.path.join(directory, "labels.json")):
-        with open(os.path.join(directory, "labels.json"), encoding="utf-8") as reader:
+    labels_path = os.path.join(directory, "labels.json")
+    if os.path.isfile(labels_path):
+        with open(labels_path, encoding="utf-8") as reader:
             labels = json.load(reader)
     return config, weights, vocab, do_lower_case, model_type, labels

@@ -112,11 +112,9 @@ def build_and_export(
             f"{export_dir}: already exists; pass --force to replace it (or choose another --export_dir)"
         )
     if tflite_file:
-        from keras_bert_impl.serving.tflite import QUANTIZATIONS  # noqa: PLC0415
+        from keras_bert_impl.serving.tflite import check_tflite_options  # noqa: PLC0415
 
-        check_writable(tflite_file, "--tflite_file")
-        if tflite_quantization not in QUANTIZATIONS:
-            raise UsageError(f"--tflite_quantization={tflite_quantization}: choose one of {', '.join(QUANTIZATIONS)}")
+        check_tflite_options(tflite_file, tflite_quantization)
     if init_checkpoint:
         check_init_checkpoint(init_checkpoint, config, bert_config_file)
     elif not allow_random_weights:

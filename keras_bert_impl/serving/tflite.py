@@ -20,11 +20,16 @@ QUANTIZATIONS = ("float32", "dynamic_range")
 SIGNATURE = "serve_ids"
 
 
-def convert_to_tflite(saved_model_dir, output_file, quantization="float32"):
-    """Writes `output_file` (written whole or not at all); returns its size in bytes."""
+def check_tflite_options(output_file, quantization):
+    """Before any work: `output_file` can be written and `quantization` is one we make."""
     if quantization not in QUANTIZATIONS:
         raise UsageError(f"--tflite_quantization={quantization}: choose one of {', '.join(QUANTIZATIONS)}")
     check_writable(output_file, "--tflite_file")
+
+
+def convert_to_tflite(saved_model_dir, output_file, quantization="float32"):
+    """Writes `output_file` (written whole or not at all); returns its size in bytes."""
+    check_tflite_options(output_file, quantization)
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir), signature_keys=[SIGNATURE])
     if quantization == "dynamic_range":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]  # no representative data: dynamic range
