@@ -11,6 +11,7 @@ import struct
 
 import numpy as np
 
+from keras_bert_impl.checkpoints.name_table import compile_rows, rename
 from keras_bert_impl.errors import BertConfigError, CheckpointMismatchError
 from keras_bert_impl.models.bert_config import BertConfig
 
@@ -111,21 +112,11 @@ CLASSIFIER_ROWS = {
         ("classifier.bias", "cls/multiple_choice/output_bias", False),
     ),
 }
-_GROUPS = {"i": r"(?P<i>\d+)", "qkv": r"(?P<qkv>query|key|value)"}
-
-
-def template_pattern(template):
-    """A table template as a regex: `{i}` and `{qkv}` become named groups (this table's and
-    `keras_hub_weights`')."""
-    parts = re.split(r"\{(\w+)\}", template)
-    return re.compile("".join(_GROUPS[part] if index % 2 else re.escape(part) for index, part in enumerate(parts)))
 
 
 def _compiled(rows, in_encoder):
     """(HF regex, Google regex, HF template, Google template, linear, in the encoder) per row."""
-    return tuple(
-        (template_pattern(hf), template_pattern(google), hf, google, linear, in_encoder) for hf, google, linear in rows
-    )
+    return compile_rows((hf, google, linear, in_encoder) for hf, google, linear in rows)
 
 
 _ENCODER, _HEADS = _compiled(ENCODER_ROWS, True), _compiled(HEAD_ROWS, False)
@@ -210,13 +201,10 @@ def hf_to_google_names(tensors, source="model.safetensors", architecture=None):
         short = _OLD_LAYER_NORM.sub(lambda m: f"{m.group(1)}.{'weight' if m.group(2) == 'gamma' else 'bias'}", short)
         if _SKIPPED.search(short):
             continue
-        for hf_pattern, _, _, google, linear, _ in rows:
-            match = hf_pattern.fullmatch(short)
-            if match:
-                converted[google.format(**match.groupdict())] = np.ascontiguousarray(value.T if linear else value)
-                break
-        else:
+        google, row = rename(short, rows, to_google=True)
+        if google is None:
             raise CheckpointMismatchError(f"{source}: tensor {name} is not part of a BERT model")
+        converted[google] = np.ascontiguousarray(value.T if row[4] else value)
     return converted
 
 
@@ -225,14 +213,13 @@ def google_to_hf_names(weights, prefix="bert."):
     names ("bert." in task models, "" in a bare BertModel)."""
     converted = {}
     for name, value in weights.items():
-        for _, google_pattern, hf, _, linear, in_encoder in _ALL_ROWS:
-            match = google_pattern.fullmatch(name)
-            if match:
-                key = (prefix if in_encoder else "") + hf.format(**match.groupdict())
-                converted[key] = np.ascontiguousarray(np.asarray(value).T if linear else np.asarray(value))
-                break
-        else:
+        hf, row = rename(name, _ALL_ROWS, to_google=False)
+        if hf is None:
             raise CheckpointMismatchError(f"{name}: no Hugging Face name for this weight")
+        linear, in_encoder = row[4:]
+        converted[(prefix if in_encoder else "") + hf] = np.ascontiguousarray(
+            np.asarray(value).T if linear else np.asarray(value)
+        )
     return converted
 
 

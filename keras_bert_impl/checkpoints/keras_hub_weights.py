@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.hf_weights import template_pattern
+from keras_bert_impl.checkpoints.name_table import compile_rows, rename
 from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.models.bert_config import BertConfig
 from tfrecord_tools.errors import UsageError
@@ -99,13 +99,7 @@ HEAD_ROWS = {
 NOT_CARRIED = re.compile(r"^cls/seq_relationship/")
 
 
-def _compiled(rows):
-    return tuple(
-        (template_pattern(ours), template_pattern(google), ours, google, layout) for ours, google, layout in rows
-    )
-
-
-_ROWS = {model_type: _compiled(ENCODER_ROWS + HEAD_ROWS.get(model_type, ())) for model_type in TASK_CLASSES}
+_ROWS = {model_type: compile_rows(ENCODER_ROWS + HEAD_ROWS.get(model_type, ())) for model_type in TASK_CLASSES}
 
 
 def _to_keras_hub_layout(value, layout, num_heads):
@@ -137,13 +131,11 @@ def keras_hub_to_google_names(tensors, model_type, source):
     """{keras-hub path: array} -> {Google name: array}; every path must match one row."""
     weights, unknown = {}, []
     for path, value in tensors.items():
-        for pattern, _, _, google, layout in _ROWS[model_type]:
-            match = pattern.fullmatch(path)
-            if match:
-                weights[google.format(**match.groupdict())] = _to_google_layout(np.asarray(value), layout)
-                break
-        else:
+        google, row = rename(path, _ROWS[model_type], to_google=True)
+        if google is None:
             unknown.append(path)
+        else:
+            weights[google] = _to_google_layout(np.asarray(value), row[4])
     if unknown:
         raise CheckpointMismatchError(f"{source}: variables no BERT name maps: {', '.join(sorted(unknown)[:5])}")
     return weights
@@ -155,13 +147,11 @@ def google_to_keras_hub_names(weights, model_type, num_heads):
     for name, value in weights.items():
         if NOT_CARRIED.match(name):
             continue
-        for _, pattern, ours, _, layout in _ROWS[model_type]:
-            match = pattern.fullmatch(name)
-            if match:
-                tensors[ours.format(**match.groupdict())] = _to_keras_hub_layout(np.asarray(value), layout, num_heads)
-                break
-        else:
+        path, row = rename(name, _ROWS[model_type], to_google=False)
+        if path is None:
             unknown.append(name)
+        else:
+            tensors[path] = _to_keras_hub_layout(np.asarray(value), row[4], num_heads)
     if unknown:
         raise CheckpointMismatchError(f"weights a keras-hub {TASK_CLASSES[model_type]} has no place for: {unknown[:5]}")
     return tensors
