@@ -123,7 +123,6 @@ class Trainer:
         self._train_loop = tf.function(self._train_loop_fn)
         self._eval_step = tf.function(self._eval_step_fn, reduce_retracing=True)
         self._eval_writer = None
-        self._best = None
 
     # ---- the step -------------------------------------------------------------------------
 
@@ -333,7 +332,6 @@ class Trainer:
             result.best = BestCheckpoint(
                 self.output_dir, eval_schedule.keep_best, eval_schedule.patience, write=self.is_chief
             )
-        self._best = result.best
         self._progress = _LoopProgress(num_train_steps, self.global_step, global_batch_size, self.log_every_seconds)
         try:
             self._train_until(num_train_steps, global_batch_size, eval_schedule, result)
@@ -345,7 +343,7 @@ class Trainer:
         if last != self.global_step:
             self._save()
         if eval_schedule is not None and (not result.evaluations or result.evaluations[-1]["step"] != self.global_step):
-            result.evaluations.append(self._run_evaluation(eval_schedule))
+            result.evaluations.append(self._run_evaluation(eval_schedule, result.best))
         result.final_step = self.global_step
         return result
 
@@ -385,7 +383,7 @@ class Trainer:
             if step % self.save_checkpoints_steps == 0:
                 self._save()
             if every_eval and step % every_eval == 0 and step < num_train_steps:
-                result.evaluations.append(self._run_evaluation(eval_schedule))
+                result.evaluations.append(self._run_evaluation(eval_schedule, result.best))
                 if result.best is not None and result.best.should_stop:
                     best = result.best
                     self.log(
@@ -421,7 +419,8 @@ class Trainer:
         numbers = {k: v for k, v in metrics.items() if _is_number(v) and k not in ("global_step", "step")}
         self._write_summaries(self._eval_writer, numbers, self.global_step)
 
-    def _run_evaluation(self, eval_schedule):
+    def _run_evaluation(self, eval_schedule, best=None):
+        """Evaluates, logs, writes the summaries, and keeps the model if `best` says it is the best."""
         step = self.global_step
         metrics = dict(eval_schedule.evaluate())
         metrics.pop("global_step", None)
@@ -429,7 +428,6 @@ class Trainer:
         self.log(
             f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if _is_number(v))
         )
-        best = self._best
         if best is not None and best.update(self.model, metrics, step):
             self.log(f"best {best.metric} so far ({best.best_value:.4f}): kept in {best.directory}")
         return {"step": step, **metrics}
