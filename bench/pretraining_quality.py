@@ -18,9 +18,16 @@ config, batch, learning rate, warmup, linear decay, clipping and steps:
 - `phase2`: ours_static's weights, 10% more steps at seq 512 with 80 predictions (fresh optimizer);
 - fine-tuning (run_classifier's library) from 0, 1/4, 1/2 and all of ours_static's steps.
 
-Each run is a subprocess that writes work_dir/results/NAME.json; a finished run is not repeated,
-so an interrupted bench resumes where it was (--rerun=NAME,... repeats some). The last stage draws
-docs/pretraining_quality.png and prints the README's tables.
+Each run is a subprocess that writes its results under a folder named by the setting (steps, lr,
+batch, dropout, precision; fine-tuning's lr and epochs); a finished run is not repeated, so an
+interrupted bench resumes where it was (--rerun=NAME,... repeats some). The last stage draws
+docs/pretraining_quality.png (or --plot's file for a part of the bench) and prints the README's tables.
+
+--parallel_runs=2 runs two at a time with one core each, in this order: ours_static beside
+model_garden (the two compared share the same minutes of a shared machine), then ours_dynamic
+beside tiny, phase 2 and fine-tuning. On these CPUs one thread keeps most of two threads' speed,
+so a pair takes little longer than one run alone. --dropout and --mixed_precision apply to every pretraining run (fine-tuning
+keeps dropout 0.1 and float32).
 """
 
 import argparse
@@ -47,10 +54,14 @@ FINETUNE_SEEDS = {
     "MRPC": {"0": (1,), "all": (1, 2)},
 }
 TASKS = ("SST-2", "MRPC")
+DEFAULT_PLOT = os.path.join(REPO, "docs", "pretraining_quality.png")
+
+
+_RUN = []  # the run this process does, named in its log lines (two runs write to one terminal)
 
 
 def log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+    print(f"[{time.strftime('%H:%M:%S')}]{''.join(f' {name}:' for name in _RUN)} {message}", flush=True)
 
 
 def tool(name, *flags):
@@ -114,7 +125,11 @@ def make_data(work, args):
     random_next = [_next_sentence_label(record) for record, _ in zip(heldout_records, range(64 * args.eval_batches))]
     with open(vocab, encoding="utf-8") as reader:
         vocab_size = sum(1 for _ in reader)
-    for name, (layers, hidden, heads, intermediate) in MODELS.items():
+    for name, (layers, hidden, heads, intermediate), dropout in (
+        *((name, shape, args.dropout) for name, shape in MODELS.items()),
+        # Fine-tuning on a few thousand examples keeps Google's dropout whatever pretraining used.
+        ("mini_finetune", MODELS["mini"], 0.1),
+    ):
         config = {
             "vocab_size": vocab_size,
             "hidden_size": hidden,
@@ -122,13 +137,14 @@ def make_data(work, args):
             "num_attention_heads": heads,
             "intermediate_size": intermediate,
             "hidden_act": "gelu",
-            "hidden_dropout_prob": 0.1,
-            "attention_probs_dropout_prob": 0.1,
+            "hidden_dropout_prob": dropout,
+            "attention_probs_dropout_prob": dropout,
             "max_position_embeddings": 512,
             "type_vocab_size": 2,
             "initializer_range": 0.02,
         }
-        with open(os.path.join(work, f"bert_config_{name}.json"), "w", encoding="utf-8") as writer:
+        os.makedirs(run_root(work, args), exist_ok=True)
+        with open(config_path(work, args, name), "w", encoding="utf-8") as writer:
             json.dump(config, writer, indent=2)
     share = sum(random_next) / len(random_next)
     return {"vocab_size": vocab_size, "instances": counts, "nsp_majority": max(share, 1 - share)}
@@ -166,7 +182,7 @@ def pretraining_options(work, args, name, **overrides):
     from keras_bert_impl.runners.run_pretraining import PretrainingOptions
 
     values = dict(
-        bert_config_file=os.path.join(work, "bert_config_mini.json"),
+        bert_config_file=config_path(work, args, "mini"),
         input_file=os.path.join(work, "records", "train_static_128.tfrecord"),
         eval_input_file=os.path.join(work, "records", "heldout_128.tfrecord"),
         output_dir=os.path.join(run_root(work, args), "runs", name),
@@ -186,6 +202,7 @@ def pretraining_options(work, args, name, **overrides):
         log_every_seconds=30,
         # Model Garden's peer reads the same batches in the same order: Google's fixed shapes.
         pad_to_max_seq_length=True,
+        mixed_precision=args.mixed_precision,
     )
     values.update(overrides)
     return PretrainingOptions(**values)
@@ -212,7 +229,7 @@ def run_ours(work, args, name):
     if name == "ours_dynamic":
         overrides["input_file"] = os.path.join(work, "records", "train_dynamic_128.tfrecord")
     if name == "ours_tiny_static":
-        overrides["bert_config_file"] = os.path.join(work, "bert_config_tiny.json")
+        overrides["bert_config_file"] = config_path(work, args, "tiny")
     return curve_of(run_pretraining(pretraining_options(work, args, name, **overrides), log=log))
 
 
@@ -223,7 +240,7 @@ def run_model_garden(work, args, name):
     from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
     from tests.model_garden_reference import ModelGardenPretraining
 
-    config = BertConfig.from_json_file(os.path.join(work, "bert_config_mini.json"))
+    config = BertConfig.from_json_file(config_path(work, args, "mini"))
     spec = PretrainingTask(config, 128, 20).feature_spec()
     train = make_tfrecord_dataset(
         [os.path.join(work, "records", "train_static_128.tfrecord")], spec, args.batch_size, True, seed=12345
@@ -231,7 +248,7 @@ def run_model_garden(work, args, name):
     heldout = make_tfrecord_dataset([os.path.join(work, "records", "heldout_128.tfrecord")], spec, 64, False).take(
         args.eval_batches
     )
-    peer = ModelGardenPretraining(config, args.learning_rate, args.steps, args.steps // 10)
+    peer = ModelGardenPretraining(config, args.learning_rate, args.steps, args.steps // 10, policy=args.mixed_precision)
     iterator = iter(train)
     evaluations, rates = [], []
     for step in range(args.eval_every, args.steps + 1, args.eval_every):
@@ -284,9 +301,9 @@ def finetune(work, args, name):
     if point != "0":
         step = {"1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}[point]
         checkpoint = os.path.join(run_root(work, args), "runs", "ours_static", f"ckpt-{step}")
-    out = os.path.join(run_root(work, args), "finetune", name.replace(":", "_").replace("/", "of"))
+    out = os.path.join(finetune_root(work, args), name.replace(":", "_").replace("/", "of"))
     overrides = dict(
-        bert_config_file=os.path.join(work, "bert_config_mini.json"),
+        bert_config_file=config_path(work, args, "mini_finetune"),
         vocab_file=os.path.join(work, "vocab.txt"),
         init_checkpoint=checkpoint,
         allow_random_weights=checkpoint is None,
@@ -303,6 +320,7 @@ def finetune(work, args, name):
 def worker(args):
     """One run in this process: pretraining runs and fine-tuning runs keep no state between them."""
     work, name = args.work_dir, args.worker
+    _RUN.append(name)
     if name.startswith("finetune:"):
         result = finetune(work, args, name)
     elif name == "model_garden":
@@ -319,29 +337,64 @@ def worker(args):
 
 def run_root(work, args):
     """Runs of one setting live apart; the data (which does not depend on it) is shared."""
-    return os.path.join(work, f"steps{args.steps}_lr{args.learning_rate}_batch{args.batch_size}")
+    name = (
+        f"steps{args.steps}_lr{args.learning_rate}_batch{args.batch_size}_dropout{args.dropout}_{args.mixed_precision}"
+    )
+    return os.path.join(work, name)
+
+
+def config_path(work, args, model):
+    return os.path.join(run_root(work, args), f"bert_config_{model}.json")
 
 
 def result_path(work, args, name):
-    os.makedirs(os.path.join(run_root(work, args), "results"), exist_ok=True)
-    return os.path.join(run_root(work, args), "results", name.replace(":", "_").replace("/", "of") + ".json")
+    folder = os.path.join(
+        finetune_root(work, args) if name.startswith("finetune:") else run_root(work, args), "results"
+    )
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, name.replace(":", "_").replace("/", "of") + ".json")
 
 
-def run_in_subprocess(args, name, rerun):
+def finetune_root(work, args):
+    return os.path.join(run_root(work, args), f"finetune_lr{args.finetune_learning_rate}_epochs{args.finetune_epochs}")
+
+
+def run_in_subprocess(args, name, rerun, after=()):
+    """One run as a subprocess with its share of the cores, after the runs it reads from."""
+    for future in after:
+        future.result()
     path = result_path(args.work_dir, args, name)
     if os.path.exists(path) and name not in rerun:
         return json.load(open(path, encoding="utf-8"))
     log(f"run {name}")
     argv = [arg for arg in sys.argv[1:] if not arg.startswith("--worker")]
+    threads = str(args.threads_per_run or max(1, (os.cpu_count() or 1) // args.parallel_runs))
+    env = dict(os.environ, OMP_NUM_THREADS=threads, TF_NUM_INTRAOP_THREADS=threads, TF_NUM_INTEROP_THREADS=threads)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), *argv, f"--worker={name}"])
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), *argv, f"--worker={name}"], env=env)
     if done.returncode:
-        sys.exit(f"run {name} failed (exit {done.returncode})")
+        raise SystemExit(f"run {name} failed (exit {done.returncode})")
     log(f"run {name} took {time.perf_counter() - start:.0f} s")
     return json.load(open(path, encoding="utf-8"))
 
 
-def plot(results, finetuning, data, path):
+def run_all(args, names, rerun):
+    """The runs, --parallel_runs at a time in this order (ours_static beside model_garden: the two
+    compared share the same minutes of this shared machine); the runs that start from ours_static's
+    checkpoints wait for it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    futures = {}
+    with ThreadPoolExecutor(args.parallel_runs) as pool:
+        for name in names:
+            reads_static = name == "phase2" or (name.startswith("finetune:") and name.split(":")[2] != "0")
+            after = [futures["ours_static"]] if reads_static and "ours_static" in futures else []
+            futures[name] = pool.submit(run_in_subprocess, args, name, rerun, after)
+    return {name: future.result() for name, future in futures.items()}
+
+
+def plot(results, finetuning, data, args):
+    path = args.plot
     import matplotlib
 
     matplotlib.use("Agg")
@@ -354,7 +407,7 @@ def plot(results, finetuning, data, path):
         "ours_tiny_static": "ours, BERT-tiny (L2/H128), static",
     }
     styles = {"ours_static": "-", "ours_dynamic": "--", "model_garden": ":", "ours_tiny_static": "-."}
-    figure, axes = plt.subplots(1, 4, figsize=(20, 4.6))
+    figure, axes = plt.subplots(1, 4 if finetuning else 3, figsize=(20 if finetuning else 15, 4.6))
     panels = (
         ("masked_lm_accuracy", "held-out MLM accuracy"),
         ("masked_lm_loss", "held-out MLM loss"),
@@ -371,7 +424,7 @@ def plot(results, finetuning, data, path):
                     "o-",
                     markersize=3,
                     color="black",
-                    label="ours, phase 2 (seq 512, 80 predictions, batch 16; held-out at 512)",
+                    label=f"ours, phase 2 (seq 512, 80 predictions, batch {args.phase2_batch_size}; held-out at 512)",
                 )
                 continue
             points = result["evaluations"]
@@ -380,20 +433,20 @@ def plot(results, finetuning, data, path):
             axis.axhline(data["nsp_majority"], color="gray", linewidth=0.8, linestyle="--", label="majority class")
             axis.legend(fontsize=7)
         axis.set_title(title)
-        axis.set_xlabel("training step (batch 32)")
+        axis.set_xlabel(f"training step (batch {args.batch_size})")
         axis.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    axis = axes[3]
-    for task, marker in zip(TASKS, "os"):
+    for task, marker in zip(finetuning, "os"):
+        axis = axes[3]
         points = sorted(finetuning[task].items(), key=lambda item: item[1]["steps"])
         steps = [p["steps"] for _, p in points]
         means = [p["mean"] for _, p in points]
         spreads = [p["sd"] for _, p in points]
         axis.errorbar(steps, means, yerr=spreads, marker=marker, capsize=3, label=f"{task} dev accuracy")
-    axis.set_title("fine-tuned from the pretraining checkpoint")
-    axis.set_xlabel("pretraining steps (0 = random weights)")
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=7)
+        axis.set_title("fine-tuned from the pretraining checkpoint")
+        axis.set_xlabel("pretraining steps (0 = random weights)")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
     figure.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     figure.savefig(path + ".tmp.png", dpi=110)
@@ -412,14 +465,18 @@ def main():
     parser.add_argument(
         "--eval_batches", type=int, default=16, help="held-out batches of 64 (16 at seq 512) per evaluation"
     )
+    parser.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout in pretraining")
+    parser.add_argument("--mixed_precision", default="float32", help="Keras dtype policy of every pretraining run")
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--dupe_factor", type=int, default=3)
     parser.add_argument("--finetune_learning_rate", type=float, default=1e-4)
     parser.add_argument("--finetune_epochs", type=float, default=2.0)
     parser.add_argument("--max_seeds", type=int, default=3, help="fine-tuning seeds per point at most")
+    parser.add_argument("--parallel_runs", type=int, default=1, help="runs at a time, each with its share of the cores")
+    parser.add_argument("--threads_per_run", type=int, default=0, help="0: the cores over --parallel_runs")
     parser.add_argument("--runs", default=",".join((*PRETRAINING_RUNS, "phase2", "finetune")))
     parser.add_argument("--rerun", default="", help="comma list of runs to repeat although they have results")
-    parser.add_argument("--plot", default=os.path.join(REPO, "docs", "pretraining_quality.png"))
+    parser.add_argument("--plot", default=DEFAULT_PLOT)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -430,26 +487,32 @@ def main():
     data = make_data(args.work_dir, args)
     log(f"vocabulary {data['vocab_size']} tokens; instances {data['instances']}")
     runs, rerun = args.runs.split(","), set(filter(None, args.rerun.split(",")))
-    results = {name: run_in_subprocess(args, name, rerun) for name in (*PRETRAINING_RUNS, "phase2") if name in runs}
+    order = ("ours_static", "model_garden", "ours_dynamic", "ours_tiny_static", "phase2")
+    finetune_runs = {
+        (task, point): [f"finetune:{task}:{point}:{seed}" for seed in seeds[: args.max_seeds]]
+        for task in TASKS
+        for point, seeds in FINETUNE_SEEDS[task].items()
+    }
+    names = [name for name in order if name in runs]
+    if "finetune" in runs:
+        names += [name for group in finetune_runs.values() for name in group]
+    done = run_all(args, names, rerun)
+    results = {name: done[name] for name in order if name in done}
     finetuning = {}
     if "finetune" in runs:
         steps = {"0": 0, "1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}
-        for task in TASKS:
-            finetuning[task] = {}
-            for point, seeds in FINETUNE_SEEDS[task].items():
-                seeds = seeds[: args.max_seeds]
-                accuracies = [
-                    run_in_subprocess(args, f"finetune:{task}:{point}:{seed}", rerun)["eval_accuracy"] for seed in seeds
-                ]
-                finetuning[task][point] = {
-                    "steps": steps[point],
-                    "accuracies": accuracies,
-                    "mean": statistics.mean(accuracies),
-                    "sd": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
-                }
+        for (task, point), group in finetune_runs.items():
+            accuracies = [done[name]["eval_accuracy"] for name in group]
+            finetuning.setdefault(task, {})[point] = {
+                "steps": steps[point],
+                "accuracies": accuracies,
+                "mean": statistics.mean(accuracies),
+                "sd": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
+            }
     report(results, finetuning, data, args)
-    if finetuning and all(name in results for name in PRETRAINING_RUNS):
-        plot(results, finetuning, data, args.plot)
+    # The README's figure needs every run; a part of the bench draws only where --plot says.
+    if results and (args.plot != DEFAULT_PLOT or (finetuning and all(name in results for name in PRETRAINING_RUNS))):
+        plot(results, finetuning, data, args)
         log(f"wrote {args.plot}")
 
 
