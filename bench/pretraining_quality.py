@@ -26,8 +26,8 @@ docs/pretraining_quality.png (or --plot's file for a part of the bench) and prin
 --parallel_runs=2 runs two at a time with one core each, in this order: ours_static beside
 model_garden (the two compared share the same minutes of a shared machine), then ours_dynamic
 beside tiny, phase 2 and fine-tuning. On these CPUs one thread keeps most of two threads' speed,
-so a pair takes little longer than one run alone. --dropout and --mixed_precision apply to every pretraining run (fine-tuning
-keeps dropout 0.1 and float32).
+so a pair takes little longer than one run alone. --dropout and --mixed_precision apply to every
+pretraining run (fine-tuning keeps dropout 0.1 and float32).
 """
 
 import argparse
