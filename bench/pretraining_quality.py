@@ -125,6 +125,7 @@ def make_data(work, args):
     random_next = [_next_sentence_label(record) for record, _ in zip(heldout_records, range(64 * args.eval_batches))]
     with open(vocab, encoding="utf-8") as reader:
         vocab_size = sum(1 for _ in reader)
+    os.makedirs(run_root(work, args), exist_ok=True)
     for name, (layers, hidden, heads, intermediate), dropout in (
         *((name, shape, args.dropout) for name, shape in MODELS.items()),
         # Fine-tuning on a few thousand examples keeps Google's dropout whatever pretraining used.
@@ -143,7 +144,6 @@ def make_data(work, args):
             "type_vocab_size": 2,
             "initializer_range": 0.02,
         }
-        os.makedirs(run_root(work, args), exist_ok=True)
         with open(config_path(work, args, name), "w", encoding="utf-8") as writer:
             json.dump(config, writer, indent=2)
     share = sum(random_next) / len(random_next)
@@ -301,7 +301,7 @@ def finetune(work, args, name):
     if point != "0":
         step = {"1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}[point]
         checkpoint = os.path.join(run_root(work, args), "runs", "ours_static", f"ckpt-{step}")
-    out = os.path.join(finetune_root(work, args), name.replace(":", "_").replace("/", "of"))
+    out = os.path.join(finetune_root(work, args), slug(name))
     overrides = dict(
         bert_config_file=config_path(work, args, "mini_finetune"),
         vocab_file=os.path.join(work, "vocab.txt"),
@@ -343,6 +343,11 @@ def run_root(work, args):
     return os.path.join(work, name)
 
 
+def slug(name):
+    """A run's name as a file name: finetune:SST-2:1/4:1 -> finetune_SST-2_1of4_1."""
+    return name.replace(":", "_").replace("/", "of")
+
+
 def config_path(work, args, model):
     return os.path.join(run_root(work, args), f"bert_config_{model}.json")
 
@@ -352,7 +357,7 @@ def result_path(work, args, name):
         finetune_root(work, args) if name.startswith("finetune:") else run_root(work, args), "results"
     )
     os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, name.replace(":", "_").replace("/", "of") + ".json")
+    return os.path.join(folder, slug(name) + ".json")
 
 
 def finetune_root(work, args):
