@@ -50,6 +50,15 @@ def tiny_bert_config(vocab_size, max_position_embeddings=64, **overrides):
     )
 
 
+def split_cpu(devices=2):
+    """The CPU as `devices` logical devices, so that MirroredStrategy gets that many replicas on
+    one machine; must run before TensorFlow places its first op (the distribution workers)."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * devices)
+
+
 def subprocess_env(**extra):
     """The environment of a tool run in a subprocess: this repository importable, no TF_CONFIG
     inherited, the tool's own log defaults (unless `extra` sets them)."""

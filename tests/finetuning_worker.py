@@ -18,10 +18,9 @@ def main():
     parser.add_argument("--output_dir")
     parser.add_argument("--strategy")
     args = parser.parse_args()
-    import tensorflow as tf
+    from tests.conftest import split_cpu
 
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    split_cpu(2)
     from keras_bert_impl.layers.dropout import Dropout
     from keras_bert_impl.runners.run_classifier import run_classifier
     from tests.finetuning_fixtures import _options

@@ -18,8 +18,9 @@ def main():
     args = parser.parse_args()
     import tensorflow as tf
 
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from tests.conftest import split_cpu
+
+    split_cpu(2)
     from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
     from tests.pretraining_fixtures import pretraining_flags
 

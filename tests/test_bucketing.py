@@ -114,6 +114,11 @@ def _tsv(path):
     return np.array([[float(x) for x in line.split("\t")] for line in path.read_text().splitlines()])
 
 
+def _bucketed_and_padded(run):
+    """run(padded) for length-bucketed batches, then for batches padded to max_seq_length."""
+    return run(False), run(True)
+
+
 def test_classifier_outputs_equal_the_padded_mode(model_dir, tmp_path):  # noqa: F811
     from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
@@ -132,15 +137,14 @@ def test_classifier_outputs_equal_the_padded_mode(model_dir, tmp_path):  # noqa:
         processor,
         log=logs.append,
     )
-    results = {}
-    for padded in (False, True):
-        options = _options(model_dir, out, max_seq_length=SEQ, do_eval=True, do_predict=True)
-        options.pad_to_max_seq_length = padded
-        results[padded] = (
-            run_classifier(options, "MRPC", str(out), log=logs.append).eval,
-            _tsv(out / "test_results.tsv"),
+
+    def classifier_run(padded):
+        options = _options(
+            model_dir, out, max_seq_length=SEQ, do_eval=True, do_predict=True, pad_to_max_seq_length=padded
         )
-    (bucketed, bucketed_tsv), (padded, padded_tsv) = results[False], results[True]
+        return run_classifier(options, "MRPC", str(out), log=logs.append).eval, _tsv(out / "test_results.tsv")
+
+    (bucketed, bucketed_tsv), (padded, padded_tsv) = _bucketed_and_padded(classifier_run)
     assert bucketed.keys() == padded.keys()
     for key in bucketed:
         assert bucketed[key] == pytest.approx(padded[key], abs=1e-5), key
@@ -186,12 +190,6 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
     from keras_bert_impl.runners.run_squad import run_squad
     from tests.finetuning_fixtures import _conll, _squad_file, _swag
 
-    def both(run):
-        outputs = {}
-        for padded in (False, True):
-            outputs[padded] = run(padded)
-        return outputs[False], outputs[True]
-
     # SQuAD: a context shorter than max_seq_length, so its windows are cut too.
     squad = _squad_file(tmp_path)
     squad_out = tmp_path / "squad"
@@ -199,12 +197,11 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
     run_squad(_options(model_dir, squad_out, max_seq_length=40, do_train=True), str(squad), str(squad), **squad_args)
 
     def squad_run(padded):
-        options = _options(model_dir, squad_out, max_seq_length=40, do_predict=True)
-        options.pad_to_max_seq_length = padded
+        options = _options(model_dir, squad_out, max_seq_length=40, do_predict=True, pad_to_max_seq_length=padded)
         evaluation = run_squad(options, None, str(squad), **squad_args).eval
         return evaluation, json.loads((squad_out / "nbest_predictions.json").read_text())
 
-    (eval_b, nbest_b), (eval_p, nbest_p) = both(squad_run)
+    (eval_b, nbest_b), (eval_p, nbest_p) = _bucketed_and_padded(squad_run)
     assert eval_b == pytest.approx(eval_p)
     assert nbest_b.keys() == nbest_p.keys()
     for qid in nbest_b:
@@ -220,12 +217,11 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
     )
 
     def ner_run(padded):
-        options = _options(model_dir, ner_out, max_seq_length=SEQ, do_eval=True)
-        options.pad_to_max_seq_length = padded
+        options = _options(model_dir, ner_out, max_seq_length=SEQ, do_eval=True, pad_to_max_seq_length=padded)
         results = run_ner(options, str(ner_out)).eval
         return results, (ner_out / "dev_predictions.txt").read_text()
 
-    (ner_b, lines_b), (ner_p, lines_p) = both(ner_run)
+    (ner_b, lines_b), (ner_p, lines_p) = _bucketed_and_padded(ner_run)
     assert ner_b == pytest.approx(ner_p) and lines_b == lines_p
 
     # SWAG: every choice cut to the longest of its example's.
@@ -244,11 +240,10 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
     )
 
     def swag_run(padded):
-        options = _options(model_dir, swag_out, max_seq_length=SEQ, do_eval=True)
-        options.pad_to_max_seq_length = padded
+        options = _options(model_dir, swag_out, max_seq_length=SEQ, do_eval=True, pad_to_max_seq_length=padded)
         return run_swag(options, str(swag_out)).eval
 
-    swag_b, swag_p = both(swag_run)
+    swag_b, swag_p = _bucketed_and_padded(swag_run)
     assert swag_b == pytest.approx(swag_p, abs=1e-5)
 
     # extract_features: the JSON values, in input order.
@@ -271,7 +266,7 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
         )
         return [json.loads(line) for line in path.read_text().splitlines()]
 
-    records_b, records_p = both(features_run)
+    records_b, records_p = _bucketed_and_padded(features_run)
     assert [r["linex_index"] for r in records_b] == list(range(9))
     for a, b in zip(records_b, records_p):
         assert [f["token"] for f in a["features"]] == [f["token"] for f in b["features"]]
