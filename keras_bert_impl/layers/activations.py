@@ -5,17 +5,46 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.fused import fused_elementwise
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_CUBIC = 0.044715
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + ops.tanh(_SQRT_2_OVER_PI * (x + _CUBIC * ops.power(x, 3))))
+
+
+def _gelu_tanh_derivative(x):
+    t = ops.tanh(_SQRT_2_OVER_PI * (x + _CUBIC * ops.power(x, 3)))
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3.0 * _CUBIC * x * x)
+
+
+def _gelu_exact(x):
+    return 0.5 * x * (1.0 + ops.erf(x / math.sqrt(2.0)))
+
+
+def _gelu_exact_derivative(x):
+    # d/dx x Phi(x) = Phi(x) + x phi(x)
+    return 0.5 * (1.0 + ops.erf(x / math.sqrt(2.0))) + x * ops.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+_fused_gelu_tanh = fused_elementwise(_gelu_tanh, _gelu_tanh_derivative, "gelu_tanh")
+_fused_gelu_exact = fused_elementwise(_gelu_exact, _gelu_exact_derivative, "gelu_exact")
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 def gelu_tanh(x):
-    """GELU, tanh approximation: Google's modeling.py `gelu` and every released checkpoint."""
-    return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * ops.power(x, 3))))
+    """GELU, tanh approximation: Google's modeling.py `gelu` and every released checkpoint.
+    XLA-fused forward and backward (`layers/fused.py`)."""
+    return _fused_gelu_tanh(x)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 def gelu_exact(x):
-    """GELU, exact erf form: Hugging Face's "gelu" (the MiniLM weights were trained with it)."""
-    return 0.5 * x * (1.0 + ops.erf(x / math.sqrt(2.0)))
+    """GELU, exact erf form: Hugging Face's "gelu" (the MiniLM weights were trained with it).
+    XLA-fused forward and backward (`layers/fused.py`)."""
+    return _fused_gelu_exact(x)
 
 
 _ACTIVATIONS = {

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.dropout import Dropout
+from keras_bert_impl.layers.layer_normalization import LayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -40,7 +41,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.token_type_embeddings = keras.layers.Embedding(
             type_vocab_size, hidden_size, embeddings_initializer=initializer, name="token_type_embeddings"
         )
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="layer_norm")
+        self.layer_norm = LayerNormalization(epsilon=1e-12, name="layer_norm")
         self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, input_ids_shape, segment_ids_shape=None):

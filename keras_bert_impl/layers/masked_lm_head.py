@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.layer_normalization import LayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -26,7 +27,7 @@ class MaskedLMHead(keras.layers.Layer):
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             name="transform",
         )
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="layer_norm")
+        self.layer_norm = LayerNormalization(epsilon=1e-12, name="layer_norm")
 
     def build(self, sequence_output_shape, masked_lm_positions_shape=None, embedding_table_shape=None):
         self.transform.build((None, self.hidden_size))

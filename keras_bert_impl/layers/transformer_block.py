@@ -5,6 +5,7 @@ import keras
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.bert_self_attention import BertSelfAttention
 from keras_bert_impl.layers.dropout import Dropout
+from keras_bert_impl.layers.layer_normalization import LayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -41,7 +42,7 @@ class TransformerBlock(keras.layers.Layer):
             name="self_attention",
         )
         self.attention_dropout = Dropout(hidden_dropout_prob, name="attention_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="attention_layer_norm")
+        self.attention_layer_norm = LayerNormalization(epsilon=1e-12, name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
             intermediate_size,
             activation=get_activation(hidden_act),
@@ -50,7 +51,7 @@ class TransformerBlock(keras.layers.Layer):
         )
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output_dense")
         self.output_dropout = Dropout(hidden_dropout_prob, name="output_dropout")
-        self.output_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="output_layer_norm")
+        self.output_layer_norm = LayerNormalization(epsilon=1e-12, name="output_layer_norm")
 
     def build(self, hidden_states_shape, input_mask_shape=None):
         self.self_attention.build(hidden_states_shape)

@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_impl.layers.fused import sparse_softmax_cross_entropy
 from keras_bert_impl.models.bert_encoder import BertEncoder
 
 MODEL_INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -165,10 +166,9 @@ def cross_entropy(logits, labels, weights=None):
 
 
 def sparse_cross_entropy_sum(labels, logits, weights=None):
-    """Sum of the cross-entropy of integer `labels` under `logits` (float32), optionally weighted."""
-    import keras  # noqa: PLC0415
-
-    loss = keras.losses.sparse_categorical_crossentropy(labels, ops.cast(logits, "float32"), from_logits=True)
+    """Sum of the cross-entropy of integer `labels` under `logits` (computed in float32 whatever
+    the logits' dtype), optionally weighted."""
+    loss = sparse_softmax_cross_entropy(labels, logits)
     return ops.sum(loss if weights is None else loss * weights)
 
 

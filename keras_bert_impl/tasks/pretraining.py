@@ -39,7 +39,9 @@ class PretrainingTask(Task):
     def numerators(self, model, features, training):
         outputs = model(self.model_inputs(features), training=training)
         weights = ops.cast(features["masked_lm_weights"], "float32")
-        mlm_logits = ops.cast(outputs["masked_lm_logits"], "float32")
+        # Not cast to float32: [predictions, vocab] is the step's biggest tensor, and the fused
+        # cross-entropy computes in float32 inside; the argmax of bfloat16 values is the same.
+        mlm_logits = outputs["masked_lm_logits"]
         nsp_logits = ops.cast(outputs["next_sentence_logits"], "float32")
         nsp_labels = ops.reshape(features["next_sentence_labels"], (-1,))
         return {

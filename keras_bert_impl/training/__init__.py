@@ -3,6 +3,6 @@ schedule, tf.distribute strategies, tf.data input pipelines and their length buc
 (`bucketing`), the best checkpoint and early stopping (`best_checkpoint`), and `run_setup`, the one
 set-up and option base shared by pretraining and fine-tuning.
 
-The Trainer consumes only the `tasks.base.Task` contract. May import `models`, `checkpoints`,
+The Trainer consumes only the `tasks.base.Task` contract. May import `layers` (for `fused`), `models`, `checkpoints`,
 `tasks` and `tfrecord_tools`; never `serving` or `runners`.
 """

@@ -31,6 +31,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.layers.fused import plain_formulas
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
 from tfrecord_tools import stop
@@ -110,7 +111,7 @@ class Trainer:
         with strategy.scope():
             # Built before the first strategy.run: building inside it fails under a strategy.
             optimizer.build(model.trainable_variables)
-        self._gradients = tf.function(self._gradients_of, jit_compile=True) if jit_compile else self._gradients_of
+        self._gradients = self._compiled_gradients(jit_compile)
         self._max_checkpoints_to_keep = max_checkpoints_to_keep
         self.iterator = None
         self.manager = None
@@ -157,6 +158,18 @@ class Trainer:
                 total_gradients = [a + b for a, b in zip(total_gradients, gradients)]
                 total_numerators = {k: total_numerators[k] + numerators[k] for k in numerators}
         return total_gradients, total_numerators
+
+    def _compiled_gradients(self, jit_compile):
+        if not jit_compile:
+            return self._gradients_of
+        compiled = tf.function(self._gradients_of, jit_compile=True)
+
+        def gradients(features, denominators):
+            # Traced here: XLA fuses the whole pass itself; the layers' fused kernels would split it.
+            with plain_formulas():
+                return compiled(features, denominators)
+
+        return gradients
 
     def _replica_step(self, features):
         context = tf.distribute.get_replica_context()
