@@ -197,6 +197,22 @@ def test_saved_model_cli_lists_the_signatures(exported):
         assert expected in run.stdout, expected
 
 
+def test_saved_models_hold_no_xla_compiled_function(exported):
+    """The fused kernels are traced as plain ops at export: no function or call in any exported
+    graph asks for XLA (a serving runtime without XLA's JIT runs it), yet the GELU is there."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    root, models = exported
+    for model_type in models:
+        saved = saved_model_pb2.SavedModel()
+        saved.ParseFromString((root / model_type / "saved_model.pb").read_bytes())
+        graph = saved.meta_graphs[0].graph_def
+        nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
+        attributes = [*(node.attr for node in nodes), *(function.attr for function in graph.library.function)]
+        assert not any(attr["_XlaMustCompile"].b for attr in attributes if "_XlaMustCompile" in attr), model_type
+        assert any(node.op == "Tanh" for node in nodes), model_type  # the plain GELU's
+
+
 def test_refuses_to_overwrite_without_force(exported):
     root, models = exported
     model, _, task = models["encoder"]

@@ -11,7 +11,9 @@ The task (`tasks.base.Task`) decides what each signature takes and returns:
   choice) in;
 - `serve_examples`: serialized tf.train.Examples in, with the TFRecord feature names.
 
-Loading needs `import tensorflow_text` (its ops are in the graph) and nothing of ours.
+Loading needs `import tensorflow_text` (its ops are in the graph) and nothing of ours. The graph
+holds plain TensorFlow ops only: the layers' XLA-fused kernels are traced as their plain formulas
+here (`layers.fused.plain_formulas`), so serving needs no XLA JIT (TF Serving's is off by default).
 """
 
 import os
@@ -20,6 +22,7 @@ import shutil
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.layers.fused import plain_formulas
 from keras_bert_impl.serving.packer import Packer
 from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
@@ -31,7 +34,7 @@ def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, varia
     """Writes the SavedModel of `model` (built by `task`) to `export_dir`: a temporary directory
     first, renamed when complete; an existing `export_dir` is replaced only with `force`."""
     check_writable(export_dir, "--export_dir", kind="replaced")
-    with atomic_directory(export_dir, force=force) as temporary:
+    with atomic_directory(export_dir, force=force) as temporary, plain_formulas():
         tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case)
         vocab = tokenizer.ids_to_tokens(tf.range(tokenizer.vocab_size)).numpy().tolist()
         packer = Packer(
