@@ -15,22 +15,27 @@ XLA-compiles the whole function: XLA then fuses by itself and the kernels would 
 """
 
 import contextlib
+import threading
 
 import tensorflow as tf
 
-# A count, not a thread-local: MirroredStrategy traces each replica's function in its own thread.
+# A count, not a thread-local: MirroredStrategy traces each replica's function in its own thread
+# (hence the lock around the count).
 _plain_depth = 0
+_plain_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def plain_formulas():
     """Within: the plain-op formulas, for code traced into one XLA computation (`--jit_compile`)."""
     global _plain_depth
-    _plain_depth += 1
+    with _plain_lock:
+        _plain_depth += 1
     try:
         yield
     finally:
-        _plain_depth -= 1
+        with _plain_lock:
+            _plain_depth -= 1
 
 
 def _fused_here():
