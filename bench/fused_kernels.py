@@ -12,7 +12,7 @@ Each is a whole `tf.function` (forward, gradient); interleaved rounds, best of e
 """
 
 import argparse
-import math
+import contextlib
 import os
 import sys
 import time
@@ -24,15 +24,10 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_bert_impl.layers.activations import gelu_tanh  # noqa: E402
-from keras_bert_impl.layers.fused import sparse_softmax_cross_entropy  # noqa: E402
+from keras_bert_impl.layers.fused import plain_formulas, sparse_softmax_cross_entropy  # noqa: E402
 from keras_bert_impl.layers.layer_normalization import LayerNormalization  # noqa: E402
 
 BATCH, SEQ, HIDDEN, INTERMEDIATE, PREDICTIONS, VOCAB = 32, 128, 256, 1024, 20, 30522
-
-
-def _plain_gelu_tanh(x):
-    """Google's formula as separate TensorFlow ops (what `gelu_tanh` was before fusing)."""
-    return 0.5 * x * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
 
 
 def feed_forward(activation, dtype):
@@ -80,9 +75,11 @@ def cross_entropy(function, dtype):
     return step
 
 
-def _tf_cross_entropy(labels, logits):
-    # As Keras' sparse_categorical_crossentropy runs it: float32 logits.
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(labels, tf.cast(logits, tf.float32))
+def trace(step, plain):
+    """Traces (and compiles) `step`: with the plain formulas (GELU as separate TensorFlow ops, TF's
+    cross-entropy op on float32 logits, what these were before fusing) or with the fused kernels."""
+    with plain_formulas() if plain else contextlib.nullcontext():
+        step()
 
 
 def main():
@@ -98,16 +95,16 @@ def main():
     for precision in args.precision.split(","):
         dtype = tf.as_dtype(precision)
         pairs = {
-            "feed-forward + GELU": (feed_forward(_plain_gelu_tanh, dtype), feed_forward(gelu_tanh, dtype)),
+            "feed-forward + GELU": (feed_forward(gelu_tanh, dtype), feed_forward(gelu_tanh, dtype)),
             "LayerNorm": (layer_norm(keras.layers.LayerNormalization, dtype), layer_norm(LayerNormalization, dtype)),
             "MLM cross-entropy": (
-                cross_entropy(_tf_cross_entropy, dtype),
+                cross_entropy(sparse_softmax_cross_entropy, dtype),
                 cross_entropy(sparse_softmax_cross_entropy, dtype),
             ),
         }
         for name, steps in pairs.items():
-            for step in steps:
-                step()  # trace, compile
+            for plain, step in zip((True, False), steps):
+                trace(step, plain)
             best = [float("inf"), float("inf")]
             for _ in range(args.rounds):
                 for which, step in enumerate(steps):

@@ -1,4 +1,4 @@
-"""Elementwise functions fused by XLA into one pass over memory forward and one backward.
+"""Kernels fused by XLA (GELU, LayerNorm, softmax cross-entropy): one pass over memory forward, one backward.
 
 Outside XLA, TensorFlow runs every multiply and add of a formula as its own kernel over the whole
 tensor: BERT's GELU is about ten passes forward and fifteen backward over [B, T, intermediate],
@@ -130,19 +130,24 @@ def layer_normalization(x, gamma, beta, epsilon):
     return normalize(x, gamma, beta)
 
 
+def _is_label(labels, logits):
+    """[..., vocab] booleans: True where the vocabulary index is the row's label."""
+    return tf.range(tf.shape(logits)[-1]) == labels[..., None]
+
+
 def _cross_entropy_forward(labels, logits):
     compute = _compute_dtype(logits.dtype)
     logits = tf.cast(logits, compute)
     top = tf.reduce_max(logits, axis=-1, keepdims=True)
     log_sum_exp = top + tf.math.log(tf.reduce_sum(tf.exp(logits - top), axis=-1, keepdims=True))
-    gold = tf.reduce_sum(tf.where(tf.range(tf.shape(logits)[-1]) == labels[..., None], logits, 0.0), axis=-1)
+    gold = tf.reduce_sum(tf.where(_is_label(labels, logits), logits, 0.0), axis=-1)
     return log_sum_exp[..., 0] - gold, log_sum_exp
 
 
 def _cross_entropy_backward(labels, logits, log_sum_exp, d_loss):
     compute = log_sum_exp.dtype
     probabilities = tf.exp(tf.cast(logits, compute) - log_sum_exp)
-    one_hot = tf.cast(tf.range(tf.shape(logits)[-1]) == labels[..., None], compute)
+    one_hot = tf.cast(_is_label(labels, logits), compute)
     return tf.cast((probabilities - one_hot) * tf.cast(d_loss, compute)[..., None], logits.dtype)
 
 
