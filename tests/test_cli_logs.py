@@ -2,6 +2,7 @@
 progress inside long loops, help without TensorFlow's flags; and what they write: a vocabulary of
 at most --vocab_size tokens, a SavedModel holding each weight once."""
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -134,3 +135,41 @@ def test_input_errors_are_one_line_and_bugs_say_so():
     assert bug.returncode == 2 and "Traceback" not in bug.stderr
     assert bug.stderr.strip().startswith("demo_tool: internal error: ValueError: cannot reshape array")
     assert "a bug, not your input" in bug.stderr
+
+
+def test_mixed_bfloat16_on_a_cpu_without_bfloat16_instructions_warns(tmp_path, monkeypatch):
+    import keras
+
+    from keras_bert_impl.training import run_setup
+
+    cpus = {
+        "amd_epyc_zen3": "flags\t\t: fpu sse2 avx avx2 fma vaes\n",
+        "xeon_sapphire_rapids": "flags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n",
+        "arm_neoverse_v1": "Features\t: fp asimd sve bf16 i8mm\n",
+    }
+    for name, text in cpus.items():
+        (tmp_path / name).write_text("processor\t: 0\n" + text)
+    assert [run_setup.cpu_has_bfloat16_instructions(str(tmp_path / name)) for name in cpus] == [False, True, True]
+    assert run_setup.cpu_has_bfloat16_instructions(str(tmp_path / "absent")) is None
+
+    setup = make_pretraining_setup(str(tmp_path / "data"))
+    warnings = []
+    log = type("Log", (), {"__call__": lambda self, message: None, "warning": lambda self, m: warnings.append(m)})()
+    try:
+        for cpu, precision in (("amd_epyc_zen3", "float32"), ("xeon_sapphire_rapids", "mixed_bfloat16")):
+            monkeypatch.setattr(run_setup, "CPUINFO", str(tmp_path / cpu))
+            options = run_setup.RunOptions(
+                bert_config_file=setup["bert_config.json"],
+                output_dir=str(tmp_path / "runs" / cpu),
+                max_seq_length=16,
+                mixed_precision=precision,
+            )
+            run_setup.RunSetup(dataclasses.replace(options, do_train=True), log=log)
+        assert warnings == []
+        monkeypatch.setattr(run_setup, "CPUINFO", str(tmp_path / "amd_epyc_zen3"))
+        options = dataclasses.replace(options, output_dir=str(tmp_path / "out"), do_train=True)
+        run_setup.RunSetup(options, log=log)
+        assert len(warnings) == 1 and "without bfloat16 instructions" in warnings[0]
+        assert "--mixed_precision=float32" in warnings[0]
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
