@@ -68,6 +68,11 @@ def _options():
     ):
         if value < low:
             raise UsageError(f"--{name}={value}: must be at least {low}")
+    if FLAGS.max_predictions_per_seq > FLAGS.max_seq_length:
+        raise UsageError(
+            f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq}: more than the --max_seq_length="
+            f"{FLAGS.max_seq_length} tokens a sequence has; Google uses 20 at 128 and 80 at 512"
+        )
     for name in ("masked_lm_prob", "short_seq_prob"):
         if not 0 <= FLAGS[name].value <= 1 or (name == "masked_lm_prob" and not FLAGS[name].value):
             raise UsageError(f"--{name}={FLAGS[name].value}: must be a probability in (0, 1]")

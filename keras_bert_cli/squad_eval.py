@@ -18,7 +18,11 @@ def _load(path, what):
             return json.load(reader)
     except FileNotFoundError:
         sys.exit(f"squad_eval: error: {path}: no such {what} file")
-    except json.JSONDecodeError as error:
+    except IsADirectoryError:
+        sys.exit(f"squad_eval: error: {path}: is a directory; pass the {what} file (JSON)")
+    except OSError as error:
+        sys.exit(f"squad_eval: error: {path}: cannot read the {what} file ({error.strerror})")
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         sys.exit(f"squad_eval: error: {path}: not valid JSON ({error})")
 
 

@@ -36,6 +36,7 @@ TOOLS = {
     "export_saved_model": "export_saved_model.py",
     "convert_hf_checkpoint": "convert_hf_checkpoint.py",
     "squad_eval": "-m keras_bert_cli.squad_eval",
+    "convert_checkpoint": "convert_checkpoint.py",
 }
 
 
@@ -97,8 +98,13 @@ class World:
         for name in ("train.csv", "val.csv"):
             (swag / name).write_text("a,b,c\n1,2,3\n")
         self.bad = bad
+        # A token twice (the list keeps its length, so the size checks pass).
+        (bad / "vocab_duplicate.txt").write_text("\n".join(VOCAB[:-1] + [VOCAB[-2]]) + "\n")
         # Pretraining records at seq 24 and an MRPC-format set.
         self.pretraining = make_pretraining_setup(str(root / "pretraining"))
+        # A config whose vocabulary is smaller than the token ids in those records.
+        small_vocab = json.loads(open(self.pretraining["bert_config.json"]).read())
+        (bad / "config_vocab_10.json").write_text(json.dumps({**small_vocab, "vocab_size": 10}))
         mrpc = root / "mrpc"
         mrpc.mkdir()
         rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"] + [
@@ -993,6 +999,141 @@ def _cases(world, out):
                 "--masked_lm_prob=1.5",
             ],
             "--masked_lm_prob",
+            out,
+        ),
+        # the CLI audit of 2026-12-02
+        *(
+            (
+                f"{tool_case}-duplicate-vocab",
+                tool,
+                [*args, f"--vocab_file={bad}/vocab_duplicate.txt"],
+                "vocab_duplicate.txt",
+                out,
+            )
+            for tool_case, tool, args in (
+                (
+                    "pretrain-data",
+                    "create_pretraining_data",
+                    [f"--input_file={world.root}/text.txt", f"--output_file={out}/p.tfrecord"],
+                ),
+                (
+                    "finetune-data",
+                    "create_finetuning_data",
+                    ["--task_name=MRPC", f"--data_dir={world.mrpc}", f"--output_dir={out}/d"],
+                ),
+                (
+                    "export",
+                    "export_saved_model",
+                    [
+                        f"--bert_config_file={good}/bert_config.json",
+                        f"--init_checkpoint={good}/bert_model.ckpt",
+                        "--model_type=encoder",
+                        "--max_seq_length=16",
+                        f"--export_dir={out}/e",
+                    ],
+                ),
+            )
+        ),
+        (
+            "squad-eval-predictions-is-dir",
+            "squad_eval",
+            [str(world.squad), str(bad / "a_directory")],
+            "a_directory",
+            out,
+        ),
+        (
+            "features-empty-input",
+            "extract_features",
+            [
+                f"--input_file={bad}/empty.txt",
+                f"--output_file={out}/f.jsonl",
+                "--max_seq_length=16",
+                *_model_flags(world),
+            ],
+            "empty.txt",
+            out,
+        ),
+        (
+            "pretrain-records-outside-vocab",
+            "run_pretraining",
+            [
+                f"--bert_config_file={bad}/config_vocab_10.json",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_train",
+                f"--max_seq_length={MAX_SEQ}",
+                f"--max_predictions_per_seq={MAX_PRED}",
+            ],
+            "train.tfrecord",
+            out,
+        ),
+        *(
+            (
+                f"pretrain-{flag.split('=')[0][2:]}",
+                "run_pretraining",
+                [
+                    f"--bert_config_file={pretraining['bert_config.json']}",
+                    f"--input_file={pretraining['train.tfrecord']}",
+                    f"--output_dir={out}/p",
+                    "--do_train",
+                    f"--max_seq_length={MAX_SEQ}",
+                    f"--max_predictions_per_seq={MAX_PRED}",
+                    flag,
+                ],
+                flag.split("=")[0],
+                out,
+            )
+            for flag in ("--num_train_steps=0", "--learning_rate=-1", f"--max_predictions_per_seq={MAX_SEQ + 1}")
+        ),
+        (
+            "pretrain-config-is-dir",
+            "run_pretraining",
+            [
+                f"--bert_config_file={bad}/a_directory",
+                f"--input_file={pretraining['train.tfrecord']}",
+                f"--output_dir={out}/p",
+                "--do_train",
+            ],
+            "is a directory",
+            out,
+        ),
+        (
+            "pretrain-data-more-predictions-than-tokens",
+            "create_pretraining_data",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={out}/p.tfrecord",
+                f"--vocab_file={good}/vocab.txt",
+                "--max_seq_length=16",
+                "--max_predictions_per_seq=40",
+            ],
+            "--max_predictions_per_seq",
+            out,
+        ),
+        (
+            "convert-google-config-of-another-model",
+            "convert_checkpoint",
+            [
+                "--from=google",
+                "--to=huggingface",
+                f"--input_dir={good}",
+                f"--bert_config_file={world.other}/bert_config.json",
+                f"--output_dir={out}/hf",
+            ],
+            "bert_model.ckpt",
+            out,
+        ),
+        (
+            "convert-vocab-of-another-model",
+            "convert_checkpoint",
+            [
+                "--from=google",
+                "--to=huggingface",
+                f"--input_dir={good}",
+                f"--vocab_file={bad}/short_vocab.txt",
+                f"--output_dir={out}/hf",
+            ],
+            "short_vocab.txt",
             out,
         ),
     ]

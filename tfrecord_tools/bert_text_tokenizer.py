@@ -15,10 +15,9 @@ tensorflow-text's FastWordpieceTokenizer does the greedy longest-match WordPiece
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tfrecord_tools.errors import UsageError
+from tfrecord_tools.vocab_file import UNK_TOKEN, load_vocab_list
 
 MAX_CHARS_PER_WORD = 200
-UNK_TOKEN = "[UNK]"
 
 _CJK = (
     r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
@@ -28,22 +27,6 @@ _CJK = (
 _PUNCTUATION = r"[!-/:-@\[-`{-~]|\p{P}"
 # After step 1 the only white space left that Python's str.split() honours is ' ', U+2028, U+2029.
 _WHITESPACE = r"[ \x{2028}\x{2029}]"
-
-
-def load_vocab_list(vocab_file):
-    """Tokens of a `vocab.txt`, one per line, id = line number (Google's `load_vocab`)."""
-    with tf.io.gfile.GFile(vocab_file, "rb") as reader:
-        data = reader.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{vocab_file}: not UTF-8 ({error}); a vocab.txt holds one UTF-8 token per line") from None
-    tokens = [line.strip() for line in text.split("\n")]
-    if tokens and tokens[-1] == "":
-        tokens.pop()
-    if UNK_TOKEN not in tokens:
-        raise UsageError(f"{vocab_file}: has no {UNK_TOKEN} token; use the vocab.txt released with the model")
-    return tokens
 
 
 class BertTextTokenizer(tf.Module):

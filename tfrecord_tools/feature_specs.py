@@ -300,10 +300,16 @@ LENGTH_FLAGS = {
 }
 
 
-def check_records_match(path, spec, what="records", lengths_are_flags=True):
-    """Before training: the first record of `path` has every feature of `spec`, at its length.
-    Raises ValueError naming the file, the feature, both lengths and the flag to change (its
-    value, where `lengths_are_flags`: each feature as long as its flag, as in pretraining)."""
+# Features holding WordPiece ids, which must lie inside the model's vocabulary.
+TOKEN_ID_FEATURES = ("input_ids", "masked_lm_ids")
+_RECORDS_CHECKED_FOR_IDS = 100
+
+
+def check_records_match(path, spec, what="records", lengths_are_flags=True, vocab_size=None):
+    """Before training: the first record of `path` has every feature of `spec`, at its length,
+    and (with `vocab_size`) the first records' token ids fit the model's vocabulary. Raises
+    UsageError naming the file, the feature, both values and the flag to change (its value, where
+    `lengths_are_flags`: each feature as long as its flag, as in pretraining)."""
     try:
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.OpError as error:
@@ -348,3 +354,19 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True):
                 f"{path}: {name} holds {count} values per record but the flags ask for {wanted}; "
                 f"{fix} (or recreate the data)"
             )
+    if vocab_size is not None:
+        _check_token_ids(path, [name for name in TOKEN_ID_FEATURES if name in spec and name in names], vocab_size)
+
+
+def _check_token_ids(path, names, vocab_size):
+    # Records made with a larger vocabulary would otherwise fail inside the first training step.
+    for record in tf.data.TFRecordDataset(path).take(_RECORDS_CHECKED_FOR_IDS):
+        features = tf.train.Example.FromString(record.numpy()).features.feature
+        for name in names:
+            largest = max(features[name].int64_list.value, default=0)
+            if largest >= vocab_size:
+                raise UsageError(
+                    f"{path}: {name} holds token id {largest}, outside the model's vocabulary (vocab_size="
+                    f"{vocab_size}); the records were made with a larger vocab.txt: pass the bert_config.json "
+                    "of that vocabulary, or recreate the records with this model's vocab.txt"
+                )

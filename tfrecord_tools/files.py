@@ -116,6 +116,15 @@ def atomic_directory(path, force=False):
         _remove(path)
 
 
+def read_bytes(path):
+    """The whole file, local or remote."""
+    if _is_remote(path):
+        with _gfile().GFile(path, "rb") as reader:
+            return reader.read()
+    with open(path, "rb") as reader:
+        return reader.read()
+
+
 def exists(path):
     return _gfile().exists(path) if _is_remote(path) else os.path.exists(path)
 

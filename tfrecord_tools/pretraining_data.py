@@ -23,6 +23,7 @@ from tfrecord_tools.errors import UsageError
 from tfrecord_tools.files import atomic_outputs
 from tfrecord_tools.pretraining_units import DEFAULT_UNIT_BYTES, open_binary, plan_units, read_unit
 from tfrecord_tools.progress import LimitedWarnings, Progress
+from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,9 +85,7 @@ class UnitMaker:
         self.options = options
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
         vocab = self.tokenizer.vocab
-        for token in ("[CLS]", "[SEP]", "[MASK]"):
-            if token not in vocab:
-                raise UsageError(f"{options.vocab_file}: has no {token} token; BERT pretraining needs it")
+        check_special_tokens(vocab, options.vocab_file, ("[CLS]", "[SEP]", "[MASK]"), fix="BERT pretraining needs it")
         self.maker = PretrainingInstanceMaker(
             vocab_size=len(self.tokenizer.inv_vocab),
             cls_id=vocab["[CLS]"],
@@ -128,12 +127,10 @@ class UnitMaker:
 
 
 def check_vocab(vocab_file):
-    """Before any work (and without TensorFlow): the vocabulary has BERT's special tokens."""
-    with open_binary(vocab_file) as reader:
-        tokens = {line.decode("utf-8", "replace").strip() for line in reader}
-    for token in ("[CLS]", "[SEP]", "[MASK]"):
-        if token not in tokens:
-            raise UsageError(f"{vocab_file}: has no {token} token; BERT pretraining needs it")
+    """Before any work (and without TensorFlow): a readable vocabulary with the special tokens
+    BERT pretraining needs."""
+    tokens = load_vocab_list(vocab_file)
+    check_special_tokens(tokens, vocab_file, ("[CLS]", "[SEP]", "[MASK]"), fix="BERT pretraining needs it")
 
 
 _WORKER = {}

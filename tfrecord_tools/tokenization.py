@@ -9,8 +9,9 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer, load_vocab_list
+from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 from tfrecord_tools.errors import UsageError
+from tfrecord_tools.vocab_file import load_vocab_list
 
 
 def convert_to_unicode(text):

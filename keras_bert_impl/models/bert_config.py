@@ -122,6 +122,12 @@ class BertConfig:
     @classmethod
     def from_json_file(cls, path):
         """Reads Google's `bert_config.json`."""
+        if os.path.isdir(path):
+            inside = os.path.join(path, "bert_config.json")
+            hint = (
+                f"--bert_config_file={inside}" if os.path.isfile(inside) else "--bert_config_file=PATH/bert_config.json"
+            )
+            raise BertConfigError(f"{path}: is a directory; pass {hint}")
         if not os.path.isfile(path):
             raise BertConfigError(f"{path}: no such file; pass --bert_config_file=PATH/bert_config.json")
         try:

@@ -91,7 +91,10 @@ def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None,
         ):
             weights, found = _run_weights(input_dir, config, model_type, label_names)
             return config, weights, vocab, None, found
+        from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint  # noqa: PLC0415
+
         prefix = resolve_checkpoint_prefix(os.path.join(input_dir, "bert_model.ckpt"))
+        check_init_checkpoint(prefix, config, config_path)  # a config of another model: stop, not convert
         return config, read_google_checkpoint(prefix), vocab, None, {}
     if from_format == "keras_hub":
         from keras_bert_impl.checkpoints.keras_hub_weights import load_keras_hub_preset  # noqa: PLC0415
@@ -125,6 +128,7 @@ def convert_checkpoint(
     from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint  # noqa: PLC0415
     from keras_bert_impl.checkpoints.hf_weights import ARCHITECTURES, LABELED, write_hf_directory  # noqa: PLC0415
     from tfrecord_tools.files import atomic_directory, check_writable  # noqa: PLC0415
+    from tfrecord_tools.vocab_file import load_vocab_list  # noqa: PLC0415
 
     for flag, value in (("--from", from_format), ("--to", to_format)):
         if value not in FORMATS:
@@ -139,6 +143,10 @@ def convert_checkpoint(
     config, weights, vocab, read_case, found = _read(
         from_format, input_dir, vocab_file, model_type, label_names, bert_config_file
     )
+    config_source = bert_config_file or os.path.join(
+        input_dir, "bert_config.json" if from_format == "google" else "config.json"
+    )
+    config.check_vocab_size(len(load_vocab_list(vocab, needed=())), vocab, config_source)
     model_type = model_type or found.get("model_type") or model_type_of(weights)
     label_names = label_names or found.get("label_names")
     lower = do_lower_case if do_lower_case is not None else (read_case if read_case is not None else True)

@@ -136,6 +136,8 @@ def run_extract_features(
     tokenizer = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
     config.check_vocab_size(len(tokenizer.inv_vocab), vocab_file, bert_config_file)
     examples = read_lines(input_file)
+    if not examples:
+        raise UsageError(f"{input_file}: is empty; --input_file holds one text (or 'text_a ||| text_b') per line")
     encoder = BertEncoder.from_bert_config(config)
     for index in layer_indexes:  # before the work, not during it
         if not -config.num_hidden_layers <= index < config.num_hidden_layers:

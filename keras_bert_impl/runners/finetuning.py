@@ -109,7 +109,9 @@ class FineTuningRun(RunSetup):
         """Trains from the TFRecord at `path`; returns the `TrainResult`."""
         options = self.options
         spec = self.task.feature_spec(is_training=True)
-        feature_specs.check_records_match(path, spec, "training records", lengths_are_flags=False)
+        feature_specs.check_records_match(
+            path, spec, "training records", lengths_are_flags=False, vocab_size=self.config.vocab_size
+        )
         # A TPU trains padded (it still predicts bucketed).
         bucketing = training_bucketing(self.task, options.max_seq_length, self.strategy, options.pad_to_max_seq_length)
         dataset = make_tfrecord_dataset(
@@ -134,7 +136,7 @@ class FineTuningRun(RunSetup):
 
     def read_features(self, path, is_training=False):
         spec = self.task.feature_spec(is_training=is_training)
-        feature_specs.check_records_match(path, spec, lengths_are_flags=False)
+        feature_specs.check_records_match(path, spec, lengths_are_flags=False, vocab_size=self.config.vocab_size)
         with reading([path]):
             return feature_specs.read_tfrecord(path, spec)
 

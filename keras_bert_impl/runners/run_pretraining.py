@@ -37,7 +37,9 @@ class PretrainingData:
                     f"{files[0]}: these records are masked already; --do_whole_word_mask and --masked_lm_prob "
                     "apply to records made with create_pretraining_data --dynamic_masking"
                 )
-        feature_specs.check_records_match(files[0], self.spec, "pretraining records")
+        feature_specs.check_records_match(
+            files[0], self.spec, "pretraining records", vocab_size=task.bert_config.vocab_size
+        )
         self.vocab_size = task.bert_config.vocab_size
 
     def dataset(self, global_batch_size):
@@ -98,6 +100,15 @@ def run_pretraining(options, log=print):
     """Trains and/or evaluates; returns a `RunResult` (the training history, the eval results)."""
     if not (options.do_train or options.do_eval):
         raise UsageError("at least one of --do_train or --do_eval must be True")
+    if options.do_train and options.num_train_steps < 1:
+        raise UsageError(f"--num_train_steps={options.num_train_steps}: must be at least 1 with --do_train")
+    if options.num_warmup_steps < 0:
+        raise UsageError(f"--num_warmup_steps={options.num_warmup_steps}: must be 0 or more")
+    if not 1 <= options.max_predictions_per_seq <= options.max_seq_length:
+        raise UsageError(
+            f"--max_predictions_per_seq={options.max_predictions_per_seq}: must be between 1 and "
+            f"--max_seq_length={options.max_seq_length} (Google's default at 128 is 20)"
+        )
     train_files = expand_file_patterns(options.input_file) if options.do_train else None
     eval_files = (
         expand_file_patterns(

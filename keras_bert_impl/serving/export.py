@@ -98,17 +98,15 @@ def build_and_export(
     from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
     from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
     from keras_bert_impl.tasks.registry import create_task  # noqa: PLC0415
-    from tfrecord_tools.bert_text_tokenizer import load_vocab_list  # noqa: PLC0415
     from tfrecord_tools.files import exists  # noqa: PLC0415
+    from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list  # noqa: PLC0415
 
     config = BertConfig.from_json_file(bert_config_file)
     config.check_max_seq_length(max_seq_length, bert_config_file)
     check_readable_file(vocab_file, "--vocab_file", "vocab.txt")
     vocab = load_vocab_list(vocab_file)
     config.check_vocab_size(len(vocab), vocab_file, bert_config_file)
-    missing = [token for token in ("[CLS]", "[SEP]") if token not in vocab]
-    if missing:
-        raise UsageError(f"{vocab_file}: has no {' or '.join(missing)} token; pass the vocab.txt of a BERT model")
+    check_special_tokens(vocab, vocab_file, ("[CLS]", "[SEP]"))
     check_writable(export_dir, "--export_dir", kind="replaced")
     if exists(export_dir) and not force:
         raise FileExistsError(

@@ -117,6 +117,11 @@ class RunSetup:
         ):
             if getattr(options, name) < 1:
                 raise UsageError(f"--{name}={getattr(options, name)}: must be at least 1")
+        if options.do_train and not options.learning_rate > 0:
+            raise UsageError(
+                f"--learning_rate={options.learning_rate}: must be above 0 "
+                "(BERT: 1e-4 to pretrain, 2e-5 to 5e-5 to fine-tune)"
+            )
         if options.eval_every_n_steps is not None and options.eval_every_n_steps < 1:
             raise UsageError(f"--eval_every_n_steps={options.eval_every_n_steps}: must be at least 1")
         check_writable(options.output_dir, "--output_dir", kind="directory")

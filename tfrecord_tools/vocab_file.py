@@ -1,0 +1,41 @@
+"""Reading a `vocab.txt` (one token per line, id = line number), with the checks every tool
+needs before its work: UTF-8, each token once, BERT's special tokens. Without TensorFlow (the
+data tools check their inputs before importing it); remote paths go through `files.read_bytes`."""
+
+from tfrecord_tools.errors import UsageError
+from tfrecord_tools.files import read_bytes
+
+UNK_TOKEN = "[UNK]"
+
+
+def load_vocab_list(vocab_file, needed=(UNK_TOKEN,)):
+    """Tokens of a `vocab.txt`, one per line, id = line number (Google's `load_vocab`, which
+    silently kept a repeated token's last line; here a repeated token is an error, since the
+    WordPiece lookup needs one id per token). `needed`: the special tokens it must hold (a
+    tokenizer needs [UNK]; converting weights needs none)."""
+    data = read_bytes(vocab_file)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{vocab_file}: not UTF-8 ({error}); a vocab.txt holds one UTF-8 token per line") from None
+    tokens = [line.strip() for line in text.split("\n")]
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    first_line = {}
+    for line, token in enumerate(tokens, start=1):
+        if token in first_line:
+            what = "a blank line" if token == "" else f"the token {token!r}"
+            raise UsageError(
+                f"{vocab_file}: {what} is on lines {first_line[token]} and {line}; each token must appear once "
+                "(its id is its line number): use the vocab.txt released with the model"
+            )
+        first_line[token] = line
+    check_special_tokens(tokens, vocab_file, needed)
+    return tokens
+
+
+def check_special_tokens(tokens, vocab_file, needed, fix="use the vocab.txt released with the model"):
+    """The special tokens a tool needs are in the vocabulary."""
+    missing = [token for token in needed if token not in tokens]
+    if missing:
+        raise UsageError(f"{vocab_file}: has no {' or '.join(missing)} token; {fix}")
