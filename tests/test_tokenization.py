@@ -198,3 +198,25 @@ def test_tokenize_with_offsets_gives_the_same_tokens_and_word_spans(do_lower_cas
     ids, begins, ends = tokenizer.tokenize_with_offsets(tf.constant(["Héllo, wörld!"]))
     spans = [b"H\xc3\xa9llo, w\xc3\xb6rld!"[s:e] for s, e in zip(begins.to_list()[0], ends.to_list()[0])]
     assert spans[0] == "Héllo".encode() and spans[1] == b"," and spans[-1] == b"!"
+
+
+def test_vocab_file_ids_are_line_numbers_and_each_token_appears_once(tmp_path):
+    from tfrecord_tools.errors import UsageError
+    from tfrecord_tools.vocab_file import load_vocab_list
+
+    def write(name, data):
+        (tmp_path / name).write_bytes(data)
+        return str(tmp_path / name)
+
+    # Windows line ends and a missing last newline read as Google's reader reads them.
+    assert load_vocab_list(write("crlf.txt", b"[PAD]\r\n[UNK]\r\ncat\r\n##s")) == ["[PAD]", "[UNK]", "cat", "##s"]
+    for name, data, message in (
+        ("repeat.txt", b"[UNK]\ncat\ndog\ncat\n", "the token 'cat' is on lines 2 and 4"),
+        ("blanks.txt", b"[UNK]\n\ncat\n\n", "a blank line is on lines 2 and 4"),
+        ("latin1.txt", "[UNK]\ncaf\u00e9\n".encode("latin-1"), "not UTF-8"),
+        ("no_unk.txt", b"[PAD]\ncat\n", "has no [UNK] token"),
+    ):
+        with pytest.raises(UsageError, match=message.replace("[", r"\[").replace("]", r"\]")):
+            load_vocab_list(write(name, data))
+    # Converting weights needs the count only: no special token required.
+    assert load_vocab_list(str(tmp_path / "no_unk.txt"), needed=()) == ["[PAD]", "cat"]
