@@ -223,6 +223,19 @@ def _model_flags(world, config=None, vocab=None, checkpoint=None):
     ]
 
 
+def _pretraining_args(pretraining, out, *extra, config=None):
+    """run_pretraining on the good records at their lengths into OUT/p, plus `extra` flags."""
+    return [
+        f"--bert_config_file={config or pretraining['bert_config.json']}",
+        f"--input_file={pretraining['train.tfrecord']}",
+        f"--output_dir={out}/p",
+        "--do_train",
+        f"--max_seq_length={MAX_SEQ}",
+        f"--max_predictions_per_seq={MAX_PRED}",
+        *extra,
+    ]
+
+
 def _cases(world, out):
     """(case id, tool, arguments, what the last line must name, output location to keep clean)."""
     good, bad = world.good, world.bad
@@ -445,15 +458,7 @@ def _cases(world, out):
         (
             "pretrain-checkpoint-mismatch",
             "run_pretraining",
-            [
-                f"--bert_config_file={pretraining['bert_config.json']}",
-                f"--input_file={pretraining['train.tfrecord']}",
-                f"--output_dir={out}/p",
-                "--do_train",
-                f"--max_seq_length={MAX_SEQ}",
-                f"--max_predictions_per_seq={MAX_PRED}",
-                f"--init_checkpoint={world.other}/bert_model.ckpt",
-            ],
+            _pretraining_args(pretraining, out, f"--init_checkpoint={world.other}/bert_model.ckpt"),
             "bert_model.ckpt",
             out,
         ),
@@ -1056,14 +1061,7 @@ def _cases(world, out):
         (
             "pretrain-records-outside-vocab",
             "run_pretraining",
-            [
-                f"--bert_config_file={bad}/config_vocab_10.json",
-                f"--input_file={pretraining['train.tfrecord']}",
-                f"--output_dir={out}/p",
-                "--do_train",
-                f"--max_seq_length={MAX_SEQ}",
-                f"--max_predictions_per_seq={MAX_PRED}",
-            ],
+            _pretraining_args(pretraining, out, config=f"{bad}/config_vocab_10.json"),
             "train.tfrecord",
             out,
         ),
@@ -1071,15 +1069,7 @@ def _cases(world, out):
             (
                 f"pretrain-{flag.split('=')[0][2:]}",
                 "run_pretraining",
-                [
-                    f"--bert_config_file={pretraining['bert_config.json']}",
-                    f"--input_file={pretraining['train.tfrecord']}",
-                    f"--output_dir={out}/p",
-                    "--do_train",
-                    f"--max_seq_length={MAX_SEQ}",
-                    f"--max_predictions_per_seq={MAX_PRED}",
-                    flag,
-                ],
+                _pretraining_args(pretraining, out, flag),
                 flag.split("=")[0],
                 out,
             )

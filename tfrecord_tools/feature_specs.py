@@ -311,13 +311,14 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True, voca
     UsageError naming the file, the feature, both values and the flag to change (its value, where
     `lengths_are_flags`: each feature as long as its flag, as in pretraining)."""
     try:
-        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        # One read: the first record for the features, the first hundred for the token ids.
+        records = [record.numpy() for record in tf.data.TFRecordDataset(path).take(_RECORDS_CHECKED_FOR_IDS)]
     except tf.errors.OpError as error:
         raise UsageError(f"{path}: not a TFRecord file ({error.message.splitlines()[0]}); recreate it") from None
-    if first is None:
+    if not records:
         raise UsageError(f"{path}: holds no records; recreate it from non-empty input")
     try:
-        features = tf.train.Example.FromString(first.numpy()).features.feature
+        features = tf.train.Example.FromString(records[0]).features.feature
     except Exception as error:  # noqa: BLE001 -- any parse failure means the same thing
         raise UsageError(f"{path}: its records are not tf.train.Examples ({error}); recreate it") from None
     names = set(features)
@@ -355,13 +356,15 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True, voca
                 f"{fix} (or recreate the data)"
             )
     if vocab_size is not None:
-        _check_token_ids(path, [name for name in TOKEN_ID_FEATURES if name in spec and name in names], vocab_size)
+        _check_token_ids(
+            path, records, [name for name in TOKEN_ID_FEATURES if name in spec and name in names], vocab_size
+        )
 
 
-def _check_token_ids(path, names, vocab_size):
+def _check_token_ids(path, records, names, vocab_size):
     # Records made with a larger vocabulary would otherwise fail inside the first training step.
-    for record in tf.data.TFRecordDataset(path).take(_RECORDS_CHECKED_FOR_IDS):
-        features = tf.train.Example.FromString(record.numpy()).features.feature
+    for record in records:
+        features = tf.train.Example.FromString(record).features.feature
         for name in names:
             largest = max(features[name].int64_list.value, default=0)
             if largest >= vocab_size:

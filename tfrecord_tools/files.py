@@ -116,12 +116,14 @@ def atomic_directory(path, force=False):
         _remove(path)
 
 
+def open_binary(path):
+    """A file opened for reading bytes, local or remote."""
+    return _gfile().GFile(path, "rb") if _is_remote(path) else open(path, "rb")
+
+
 def read_bytes(path):
     """The whole file, local or remote."""
-    if _is_remote(path):
-        with _gfile().GFile(path, "rb") as reader:
-            return reader.read()
-    with open(path, "rb") as reader:
+    with open_binary(path) as reader:
         return reader.read()
 
 

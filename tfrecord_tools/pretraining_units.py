@@ -12,6 +12,7 @@ import dataclasses
 import os
 
 from tfrecord_tools.errors import UsageError
+from tfrecord_tools.files import open_binary
 
 # A few MB: small enough that a unit's instances fit comfortably in one worker's memory, large
 # enough that per-unit overhead does not show.
@@ -48,14 +49,6 @@ def plan_units(paths, unit_bytes=DEFAULT_UNIT_BYTES, size_of=_size):
         for start in range(0, max(size, 1), unit_bytes):
             units.append(Unit(len(units), path, start, min(start + unit_bytes, size)))
     return units
-
-
-def open_binary(path):
-    if "://" in path:
-        import tensorflow as tf  # noqa: PLC0415
-
-        return tf.io.gfile.GFile(path, "rb")
-    return open(path, "rb")
 
 
 def _decoded(raw):

@@ -117,7 +117,7 @@ class RunSetup:
         ):
             if getattr(options, name) < 1:
                 raise UsageError(f"--{name}={getattr(options, name)}: must be at least 1")
-        if options.do_train and not options.learning_rate >= 0:  # 0: tests that freeze the weights
+        if options.do_train and not options.learning_rate >= 0:  # 0 is allowed: it freezes the weights
             raise UsageError(
                 f"--learning_rate={options.learning_rate}: must be 0 or more "
                 "(BERT: 1e-4 to pretrain, 2e-5 to 5e-5 to fine-tune)"
