@@ -566,6 +566,41 @@ def _cases(world, out):
             out,
         ),
         (
+            # A metric the task never reports: refused before the data is written or a step runs.
+            "classifier-keep-best-typo",
+            "run_classifier",
+            [
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}",
+                f"--output_dir={out}/c",
+                *train_flags,
+                "--do_eval",
+                "--eval_every_n_steps=1",
+                "--keep_best_checkpoint=eval_acc",
+                *_model_flags(world),
+            ],
+            "--keep_best_checkpoint",
+            out,
+        ),
+        (
+            "squad-keep-best-typo",
+            "run_squad",
+            [
+                f"--train_file={world.squad}",
+                f"--predict_file={world.squad}",
+                f"--output_dir={out}/s",
+                "--do_train",
+                "--do_predict",
+                "--max_seq_length=32",
+                "--max_query_length=8",
+                "--eval_every_n_steps=1",
+                "--keep_best_checkpoint=exact",  # a v2.0 key; v1.1 reports exact_match
+                *_model_flags(world),
+            ],
+            "--keep_best_checkpoint",
+            out,
+        ),
+        (
             "classifier-eval-random-weights",
             "run_classifier",
             [

@@ -97,3 +97,18 @@ def test_runner_checks_name_the_files_and_the_fix():
         config.check_max_seq_length(17, "cfg.json")
     with pytest.raises(ValueError, match=r"v.txt: has 98 tokens but cfg.json says vocab_size=99; use the vocab.txt"):
         config.check_vocab_size(98, "v.txt", "cfg.json")
+
+
+def test_size_keys_left_out_are_warned_about(tmp_path):
+    """Google's reader fills a missing key with BERT-base's value; a pretraining run from such a
+    file builds a far larger model than meant, so the run set-up hears of each defaulted key."""
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps({"vocab_size": 99, "hidden_size": 48, "num_attention_heads": 4}))
+    heard = []
+    config = BertConfig.from_json_file(str(path), warn=heard.append)
+    assert (config.hidden_size, config.num_hidden_layers, config.intermediate_size) == (48, 12, 3072)
+    assert len(heard) == 1 and heard[0].startswith(f"{path}: has no num_hidden_layers, intermediate_size, ")
+    assert "num_hidden_layers=12, intermediate_size=3072, max_position_embeddings=512, type_vocab_size=16" in heard[0]
+    path.write_text(GOOGLE_BASE_JSON)
+    BertConfig.from_json_file(str(path), warn=heard.append)
+    assert len(heard) == 1  # a complete file: nothing to say

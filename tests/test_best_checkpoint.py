@@ -128,7 +128,7 @@ def test_best_checkpoint_flags_are_checked_first(model_dir, tmp_path):  # noqa: 
 
 
 def test_squad_evaluates_during_training_and_keeps_the_best_f1(model_dir, tmp_path):  # noqa: F811
-    from keras_bert_impl.runners.run_squad import run_squad
+    from keras_bert_impl.runners.run_squad import run_squad, squad_metric_names
     from tests.finetuning_fixtures import _squad_file
 
     path = _squad_file(tmp_path)
@@ -142,9 +142,78 @@ def test_squad_evaluates_during_training_and_keeps_the_best_f1(model_dir, tmp_pa
     evaluations = result.train.evaluations
     assert [e["step"] for e in evaluations] == [2, 4, 6, 8]
     f1s = [e["f1"] for e in evaluations]
+    assert set(evaluations[0]) - {"step"} <= set(squad_metric_names(True))  # what the flag was checked against
     state = json.loads((out / "best" / "best.json").read_text())
     assert state["best_value"] == pytest.approx(max(f1s))
     assert state["best_step"] == evaluations[f1s.index(max(f1s))]["step"]
     # predictions.json and eval_results.json come from the best model.
     assert result.eval["f1"] == pytest.approx(max(f1s))
     assert json.loads((out / "eval_results.json").read_text())["f1"] == pytest.approx(max(f1s))
+
+
+def _task_cases():
+    from keras_bert_impl.tasks.classification import ClassificationTask, RegressionTask
+    from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
+    from keras_bert_impl.tasks.tagging import TaggingTask
+    from tests.conftest import tiny_bert_config
+
+    config, rng, n = tiny_bert_config(99), np.random.default_rng(0), 11
+    for name in ("CoLA", "MRPC", "QQP", "SST-2", "MNLI", "XNLI", "my_task"):
+        task = ClassificationTask(config, 7, label_names=["a", "b", "c"], task_name=name)
+        yield name, task, {"logits": rng.normal(size=(n, 3))}, {"label_ids": rng.integers(0, 3, (n, 1))}
+    yield (
+        "STS-B",
+        RegressionTask(config, 7),
+        {"logits": rng.normal(size=(n, 1))},
+        {"label_ids": rng.normal(size=(n, 1))},
+    )
+    yield (
+        "SWAG",
+        MultipleChoiceTask(config, 7, num_choices=4),
+        {"logits": rng.normal(size=(n, 4))},
+        {"label_ids": rng.integers(0, 4, (n, 1))},
+    )
+    features = {"label_ids": rng.integers(0, 3, (n, 7)), "label_weights": rng.integers(0, 2, (n, 7)).astype(float)}
+    yield "NER", TaggingTask(config, 7, label_names=["O", "B", "I"]), {"logits": rng.normal(size=(n, 7, 3))}, features
+
+
+def test_each_task_declares_the_metric_names_it_evaluates():
+    """`eval_metric_names()` (what --keep_best_checkpoint is checked against before training) is
+    exactly the keys of `evaluate` on random outputs, for every task kind and GLUE task."""
+    for name, task, outputs, features in _task_cases():
+        assert set(task.eval_metric_names()) == set(task.evaluate(outputs, features)), name
+
+
+def test_squad_declares_its_metric_names():
+    from keras_bert_impl.evaluation.squad_eval import evaluate_v1, evaluate_v2
+    from keras_bert_impl.runners.run_squad import squad_metric_names
+
+    qas = [
+        {"id": "q1", "question": "where ?", "answers": [{"text": "mat", "answer_start": 19}]},
+        {"id": "q2", "question": "who ?", "answers": []},
+    ]
+    dataset = [{"paragraphs": [{"context": "the cat sat on the mat", "qas": qas}]}]
+    predictions, odds = {"q1": "the mat", "q2": ""}, {"q1": -1.0, "q2": 2.0}
+    v1_dataset = [{"paragraphs": [{"context": "the cat sat on the mat", "qas": qas[:1]}]}]
+    assert set(evaluate_v1(v1_dataset, {"q1": "mat"})) == set(squad_metric_names(False))
+    v2 = evaluate_v2(dataset, predictions, odds)
+    assert set(v2) <= set(squad_metric_names(True)) and "f1" in v2 and "NoAns_f1" in v2 and "best_f1" in v2
+
+
+def test_a_metric_the_evaluation_never_reports_is_refused_before_training(model_dir, tmp_path):  # noqa: F811
+    """--keep_best_checkpoint=eval_acc (a typo) fails before any record is written or any step runs."""
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out = tmp_path / "out"
+    options = _options(
+        model_dir, out, do_train=True, do_eval=True, eval_every_n_steps=2, keep_best_checkpoint="eval_acc"
+    )
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    with pytest.raises(
+        UsageError,
+        match="eval_acc: the evaluation has no such metric; use one of eval_loss, loss, eval_accuracy, eval_f1",
+    ):
+        run_classifier(options, "MRPC", str(data), processor)
+    assert not list(out.rglob("*.tfrecord")) and not list(out.rglob("ckpt-*"))

@@ -55,21 +55,28 @@ def spearman(x, y):
     return pearson(_ranks(x), _ranks(y))
 
 
+REGRESSION_METRIC_NAMES = ("eval_pearson", "eval_spearman", "eval_corr")
+
+
 def regression_metrics(labels, predictions):
     """STS-B's metrics, with run_classifier's `eval_` prefix."""
     r, rho = pearson(labels, predictions), spearman(labels, predictions)
-    return {"eval_pearson": r, "eval_spearman": rho, "eval_corr": (r + rho) / 2.0}
+    return dict(zip(REGRESSION_METRIC_NAMES, (r, rho, (r + rho) / 2.0)))
+
+
+def classification_metric_names(task_name):
+    """The names `classification_metrics` returns for `task_name` (checked before training)."""
+    task = (task_name or "").lower()
+    if task == "sts-b":
+        return REGRESSION_METRIC_NAMES
+    return ("eval_accuracy", *{"mrpc": ("eval_f1",), "qqp": ("eval_f1",), "cola": ("eval_mcc",)}.get(task, ()))
 
 
 def classification_metrics(task_name, labels, predictions):
     """The metrics GLUE reports for `task_name` (accuracy for any other task), with
     run_classifier's `eval_` prefix."""
-    task = (task_name or "").lower()
-    if task == "sts-b":
+    names = classification_metric_names(task_name)
+    if names == REGRESSION_METRIC_NAMES:
         return regression_metrics(labels, predictions)
-    metrics = {"eval_accuracy": accuracy(labels, predictions)}
-    if task in ("mrpc", "qqp"):
-        metrics["eval_f1"] = f1(labels, predictions)
-    if task == "cola":
-        metrics["eval_mcc"] = matthews_corrcoef(labels, predictions)
-    return metrics
+    compute = {"eval_accuracy": accuracy, "eval_f1": f1, "eval_mcc": matthews_corrcoef}
+    return {name: compute[name](labels, predictions) for name in names}

@@ -41,6 +41,21 @@ def _questions(dataset):
             yield from paragraph["qas"]
 
 
+# The keys each evaluation can return (HasAns_/NoAns_ only where such questions exist, best_
+# only with null odds).
+V1_METRIC_NAMES = ("exact_match", "f1")
+V2_METRIC_NAMES = (
+    "exact",
+    "f1",
+    "total",
+    *(f"{kind}_{key}" for kind in ("HasAns", "NoAns") for key in ("exact", "f1", "total")),
+    "best_exact",
+    "best_exact_thresh",
+    "best_f1",
+    "best_f1_thresh",
+)
+
+
 def evaluate_v1(dataset, predictions):
     """v1.1: mean over all questions (a missing prediction scores 0) of the best match."""
     exact = f1 = total = 0

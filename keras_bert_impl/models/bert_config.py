@@ -24,6 +24,16 @@ _IGNORED_GOOGLE_KEYS = frozenset(
     }
 )
 
+# The keys that set the model's shape (a file without them gets BERT-base's).
+_SIZE_KEYS = (
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
@@ -120,8 +130,9 @@ class BertConfig:
             raise BertConfigError(f"{source}: {error}") from None
 
     @classmethod
-    def from_json_file(cls, path):
-        """Reads Google's `bert_config.json`."""
+    def from_json_file(cls, path, warn=None):
+        """Reads Google's `bert_config.json`. `warn(message)`, when given, hears of the size keys
+        the file leaves out: they take Google's BERT-base defaults, as in Google's reader."""
         if os.path.isdir(path):
             inside = os.path.join(path, "bert_config.json")
             hint = (
@@ -135,7 +146,12 @@ class BertConfig:
                 values = json.load(reader)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise BertConfigError(f"{path}: not valid JSON ({error}); fix or replace the file") from None
-        return cls.from_dict(values, source=path)
+        config = cls.from_dict(values, source=path)
+        defaulted = [key for key in _SIZE_KEYS if key not in values]
+        if warn and defaulted:
+            given = ", ".join(f"{key}={getattr(config, key)}" for key in defaulted)
+            warn(f"{path}: has no {', '.join(defaulted)}; using Google's defaults ({given}); add them to be sure")
+        return config
 
     def to_dict(self):
         return dataclasses.asdict(self)

@@ -76,6 +76,12 @@ class FineTuningRun(RunSetup):
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
         self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
 
+    def check_metric_names(self, names):
+        """`--keep_best_checkpoint` names one of `names`, the metrics the evaluation returns:
+        checked before the model is built rather than at the first evaluation."""
+        if self.options.keep_best_checkpoint:
+            BestCheckpoint.check_metric(self.options.keep_best_checkpoint, names)
+
     # ---- model --------------------------------------------------------------------------------
 
     def num_train_steps(self, num_examples):
@@ -98,6 +104,10 @@ class FineTuningRun(RunSetup):
             if path:
                 self.log(f"restored the best checkpoint {path} ({best.metric} = {best.best_value:.4f})")
                 return
+            self.log_warning(
+                f"--keep_best_checkpoint={best.metric}: {best.directory} keeps no checkpoint chosen by it; using "
+                "the newest checkpoint instead"
+            )
         if latest:
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
@@ -231,6 +241,7 @@ def run_finetuning(run, task, data, eval_split="dev", predict_split="test"):
     train_path = data.path("train") if options.do_train else None
     eval_path = data.path(eval_split) if options.do_eval else None
     predict_path = data.path(predict_split) if options.do_predict else None
+    run.check_metric_names(task.eval_metric_names())
     steps = run.build_for(task, data.count("train") if options.do_train else 0)
     eval_features = run.read_features(eval_path) if options.do_eval else None
     trained = None

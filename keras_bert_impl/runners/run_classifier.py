@@ -2,6 +2,7 @@
 and STS-B regression), with Google's output files (eval_results.txt, test_results.tsv)."""
 
 from keras_bert_impl.runners.finetuning import FineTuningRun, run_finetuning
+from keras_bert_impl.tasks.classification import glue_eval_metric_names
 from keras_bert_impl.tasks.registry import create_task
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_classification_data
 
@@ -41,6 +42,8 @@ def run_classifier(options, task_name, data_dir, processor=None, log=print):
     eval_results.txt has Google's keys plus the task's metrics; test_results.tsv one row of class
     probabilities per test example (Google's format; the predicted score for regression)."""
     run = FineTuningRun(options, log)
+    if task_name.lower() != "tsv":  # a generic TSV's kind (class or score) comes from its data
+        run.check_metric_names(glue_eval_metric_names(task_name))
     data = classification_data(run, data_dir, task_name, processor)
     task = create_task(
         data.model_type, run.config, options.max_seq_length, label_names=data.labels, task_name=data.meta["task_name"]

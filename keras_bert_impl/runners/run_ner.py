@@ -61,6 +61,10 @@ def _subsampled_conll(run, data_dir, max_train_sentences, seed):
     return FineTuningData.open(options.output_dir)
 
 
+# conlleval's entity-level scores that run_ner reports, as eval_precision etc.
+NER_SCORES = ("precision", "recall", "f1")
+
+
 def predicted_tags(logits, label_weights, sentences, labels):
     """Each sentence's tags: argmax on the first piece of each word; words cut off by
     max_seq_length are predicted O (and so count as misses)."""
@@ -74,6 +78,7 @@ def predicted_tags(logits, label_weights, sentences, labels):
 
 def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
     run = FineTuningRun(options, log)
+    run.check_metric_names([f"eval_{name}" for name in NER_SCORES])
     data = ner_data(run, data_dir, max_train_sentences, seed)
     labels = data.labels
     task = TaggingTask(run.config, options.max_seq_length, label_names=labels)
@@ -86,9 +91,9 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
         predicted = predicted_tags(logits, features["label_weights"], sentences, labels)
         return sentences, predicted, conlleval.evaluate([s.labels for s in sentences], predicted)
 
-    def dev_metrics():
-        _, _, scores = evaluate_split("dev")
-        return {"eval_precision": scores["precision"], "eval_recall": scores["recall"], "eval_f1": scores["f1"]}
+    def dev_metrics(scores=None):
+        scores = scores or evaluate_split("dev")[2]
+        return {f"eval_{name}": scores[name] for name in NER_SCORES}
 
     trained = None
     if options.do_train:
@@ -111,7 +116,5 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
                     writer.writelines(f"{w} {g} {p}\n" for w, g, p in zip(sentence.words, sentence.labels, tags))
                     writer.write("\n")
         if split == "dev":
-            results = run.write_results(
-                {"eval_precision": scores["precision"], "eval_recall": scores["recall"], "eval_f1": scores["f1"]}
-            )
+            results = run.write_results(dev_metrics(scores))
     return RunResult(train=trained, eval=results)

@@ -5,7 +5,7 @@ answers, eval_results.json from the official evaluation."""
 import json
 import os
 
-from keras_bert_impl.evaluation.squad_eval import evaluate_v1, evaluate_v2
+from keras_bert_impl.evaluation.squad_eval import V1_METRIC_NAMES, V2_METRIC_NAMES, evaluate_v1, evaluate_v2
 from keras_bert_impl.evaluation.squad_postprocess import compute_predictions, write_json
 from keras_bert_impl.runners.finetuning import FineTuningRun
 from keras_bert_impl.tasks.span import SpanTask
@@ -98,6 +98,7 @@ def run_squad(
         if path:
             check_readable_file(path, flag, "SQuAD JSON file")
     run = FineTuningRun(options, log, eval_flag="do_predict")
+    run.check_metric_names(squad_metric_names(version_2_with_negative))
     warn = run.log_warning if verbose_logging else (lambda message: None)
     data = squad_data(
         run, data_dir, train_file, predict_file, version_2_with_negative, doc_stride, max_query_length, warn
@@ -154,7 +155,7 @@ def run_squad(
             qid: next((entry["text"] for entry in entries if entry["text"]), "") for qid, entries in nbest.items()
         }
         sweep = evaluate_v2(dataset, answers, null_odds)
-        for key in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
+        for key in SWEEP_KEYS:
             evaluation[f"any_threshold_{key}"] = sweep[key]
         # The spans apart from the null decision: no null odds, so every question is answered.
         evaluation["best_non_null_HasAns_f1"] = evaluate_v2(dataset, answers)["HasAns_f1"]
@@ -195,6 +196,17 @@ def run_squad(
     run.trainer.write_eval_summaries(evaluation)
     log("eval: " + json.dumps(evaluation))
     return RunResult(train=trained, eval=evaluation)
+
+
+# The official sweep's keys that run_squad adds, prefixed any_threshold_ (see evaluate above).
+SWEEP_KEYS = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")
+
+
+def squad_metric_names(version_2_with_negative):
+    """The keys of run_squad's evaluation (what --keep_best_checkpoint may name)."""
+    if not version_2_with_negative:
+        return V1_METRIC_NAMES
+    return (*V2_METRIC_NAMES, *(f"any_threshold_{key}" for key in SWEEP_KEYS), "best_non_null_HasAns_f1")
 
 
 def _split_words(text_tokenizer, texts):

@@ -14,7 +14,8 @@ A task says, for one kind of BERT problem:
   `cut_to_length(features, length)`, the features cut to a shorter length (length-bucketed
   batches, `training.bucketing`); `sequence_output_names`, the outputs with a position axis;
 - **evaluation**: `evaluate(outputs, features)`, the task's metrics in numpy from the model's
-  outputs on a whole split (`eval_loss` and e.g. accuracy); runners add what needs the raw data;
+  outputs on a whole split (`eval_loss` and e.g. accuracy), and `eval_metric_names()`, their
+  names (so `--keep_best_checkpoint` is checked before training); runners add what needs the raw data;
 - **serving**: `text_signature()` and `pack_text(packer, ...)` (what raw text a SavedModel takes and
   how it becomes model inputs) and `serving_outputs(model, inputs)` (what it returns).
 
@@ -104,6 +105,10 @@ class Task(abc.ABC):
     def evaluate(self, outputs, features):
         """Metrics of a whole split from numpy `outputs` and `features` (in record order)."""
         return {}
+
+    def eval_metric_names(self):
+        """The keys `evaluate` returns."""
+        return ()
 
     # ---- serving ------------------------------------------------------------------------------
 

@@ -5,7 +5,11 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_bert_impl.evaluation.metrics import classification_metrics, regression_metrics
+from keras_bert_impl.evaluation.metrics import (
+    classification_metric_names,
+    classification_metrics,
+    regression_metrics,
+)
 from keras_bert_impl.models.bert_classifier import BertClassifier
 from keras_bert_impl.tasks.base import (
     Task,
@@ -56,6 +60,9 @@ class ClassificationTask(Task):
         loss = cross_entropy(logits, gold)
         return {"eval_loss": loss, "loss": loss, **classification_metrics(self.task_name, gold, logits.argmax(-1))}
 
+    def eval_metric_names(self):
+        return glue_eval_metric_names(self.task_name)
+
     def prediction_rows(self, outputs):
         """test_results.tsv: the class probabilities of each example (Google's format)."""
         return softmax(outputs["logits"])
@@ -63,6 +70,12 @@ class ClassificationTask(Task):
     def serving_outputs(self, model, inputs):
         logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
         return class_outputs(logits, self.label_names, "label_ids", "labels")
+
+
+def glue_eval_metric_names(task_name):
+    """What the task of `task_name` (a GLUE name, or any other: accuracy) evaluates: the runner
+    checks --keep_best_checkpoint against it before writing data."""
+    return ("eval_loss", "loss", *classification_metric_names(task_name))
 
 
 class RegressionTask(Task):
@@ -88,6 +101,9 @@ class RegressionTask(Task):
         predicted, gold = outputs["logits"][:, 0].astype(np.float64), features["label_ids"][:, 0].astype(np.float64)
         loss = float(np.mean((predicted - gold) ** 2))
         return {"eval_loss": loss, "loss": loss, **regression_metrics(gold, predicted)}
+
+    def eval_metric_names(self):
+        return glue_eval_metric_names("STS-B")
 
     def prediction_rows(self, outputs):
         return outputs["logits"][:, :1]

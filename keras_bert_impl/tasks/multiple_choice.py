@@ -67,6 +67,9 @@ class MultipleChoiceTask(Task):
         loss = cross_entropy(outputs["logits"], gold)
         return {"eval_loss": loss, "loss": loss, "eval_accuracy": float(np.mean(outputs["logits"].argmax(-1) == gold))}
 
+    def eval_metric_names(self):
+        return ("eval_loss", "loss", "eval_accuracy")
+
     def text_signature(self):
         return [
             tf.TensorSpec([None], tf.string, name="text_a"),

@@ -54,6 +54,9 @@ class TaggingTask(SingleTextMixin, Task):
         accuracy = float(np.sum((logits.argmax(-1) == gold) * weights) / max(weights.sum(), 1.0))
         return {"eval_loss": loss, "loss": loss, "eval_token_accuracy": accuracy}
 
+    def eval_metric_names(self):
+        return ("eval_loss", "loss", "eval_token_accuracy")
+
     def serving_outputs(self, model, inputs):
         logits = tf.cast(model(inputs, training=False)["logits"], tf.float32)
         return class_outputs(logits, self.label_names, "tag_ids", "tags")

@@ -31,6 +31,14 @@ class BestCheckpoint:
             if saved.get("metric") == metric:
                 self.state = saved
 
+    @staticmethod
+    def check_metric(metric, names):
+        """Refuses a `metric` that is not among `names` (what the evaluation returns)."""
+        if metric not in names:
+            raise UsageError(
+                f"--keep_best_checkpoint={metric}: the evaluation has no such metric; use one of {', '.join(names)}"
+            )
+
     @property
     def best_step(self):
         return self.state["best_step"]
@@ -48,12 +56,9 @@ class BestCheckpoint:
     def update(self, model, metrics, step):
         """After an evaluation at `step`: keeps the model if `metrics` are the best yet. Returns
         whether they were."""
-        value = metrics.get(self.metric)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            names = ", ".join(sorted(k for k, v in metrics.items() if isinstance(v, (int, float)) and k != "step"))
-            raise UsageError(
-                f"--keep_best_checkpoint={self.metric}: the evaluation has no such metric; use one of {names}"
-            )
+        numbers = sorted(k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        self.check_metric(self.metric, [name for name in numbers if name != "step"])
+        value = metrics[self.metric]
         if step <= self.state["last_step"]:
             return False  # a resumed run repeating an evaluation already counted
         improved = self._better(value)

@@ -106,7 +106,7 @@ class RunSetup:
         """`eval_flag`: the flag that evaluates (run_squad evaluates with --do_predict)."""
         self.options = options
         self.log = log
-        self.config = BertConfig.from_json_file(options.bert_config_file)
+        self.config = BertConfig.from_json_file(options.bert_config_file, warn=self.log_warning)
         self.config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
         for name in (
             "train_batch_size",
