@@ -16,7 +16,8 @@ config, batch, learning rate, warmup, linear decay, clipping and steps:
   whole step in one tf.function (tests/model_garden_reference.ModelGardenPretraining);
 - `ours_tiny_static`: BERT-tiny (L2/H128) for the README's "healthy run" table;
 - `phase2`: ours_static's weights, 10% more steps at seq 512 with 80 predictions (fresh optimizer);
-- fine-tuning (run_classifier's library) from 0, 1/4, 1/2 and all of ours_static's steps.
+- fine-tuning (run_classifier's library) from 0, 1/4, 1/2 and all of ours_static's steps
+  (`--finetune_from=ours_tiny_static`: of tiny's, the random-weight point then tiny-sized too).
 
 Each run is a subprocess that writes its results under a folder named by the setting (steps, lr,
 batch, dropout, precision; fine-tuning's lr and epochs); a finished run is not repeated, so an
@@ -48,6 +49,8 @@ SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
 NAMES = ("wikipedia_excerpt.txt", "brown.txt", "jane_austen.txt", "moby_dick.txt")
 MODELS = {"mini": (4, 256, 4, 1024), "tiny": (2, 128, 2, 512)}  # layers, hidden, heads, intermediate
 PRETRAINING_RUNS = ("ours_static", "ours_dynamic", "model_garden", "ours_tiny_static")
+# The runs fine-tuning can start from, and their model.
+FINETUNE_SOURCES = {"ours_static": "mini", "ours_tiny_static": "tiny"}
 # Seeds per pretraining point (0 = random weights): the ends get several, for the spread.
 FINETUNE_SEEDS = {
     "SST-2": {"0": (1, 2), "1/4": (1,), "1/2": (1,), "all": (1, 2)},
@@ -129,7 +132,7 @@ def make_data(work, args):
     for name, (layers, hidden, heads, intermediate), dropout in (
         *((name, shape, args.dropout) for name, shape in MODELS.items()),
         # Fine-tuning on a few thousand examples keeps Google's dropout whatever pretraining used.
-        ("mini_finetune", MODELS["mini"], 0.1),
+        *((f"{name}_finetune", shape, 0.1) for name, shape in MODELS.items()),
     ):
         config = {
             "vocab_size": vocab_size,
@@ -300,10 +303,10 @@ def finetune(work, args, name):
     checkpoint = None
     if point != "0":
         step = {"1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}[point]
-        checkpoint = os.path.join(run_root(work, args), "runs", "ours_static", f"ckpt-{step}")
+        checkpoint = os.path.join(run_root(work, args), "runs", args.finetune_from, f"ckpt-{step}")
     out = os.path.join(finetune_root(work, args), slug(name))
     overrides = dict(
-        bert_config_file=config_path(work, args, "mini_finetune"),
+        bert_config_file=config_path(work, args, FINETUNE_SOURCES[args.finetune_from] + "_finetune"),
         vocab_file=os.path.join(work, "vocab.txt"),
         init_checkpoint=checkpoint,
         allow_random_weights=checkpoint is None,
@@ -361,7 +364,10 @@ def result_path(work, args, name):
 
 
 def finetune_root(work, args):
-    return os.path.join(run_root(work, args), f"finetune_lr{args.finetune_learning_rate}_epochs{args.finetune_epochs}")
+    source = "" if args.finetune_from == "ours_static" else f"_from_{args.finetune_from}"
+    return os.path.join(
+        run_root(work, args), f"finetune_lr{args.finetune_learning_rate}_epochs{args.finetune_epochs}{source}"
+    )
 
 
 def run_in_subprocess(args, name, rerun, after=()):
@@ -386,14 +392,15 @@ def run_in_subprocess(args, name, rerun, after=()):
 def run_all(args, names, rerun):
     """The runs, --parallel_runs at a time in this order (ours_static beside model_garden: the two
     compared share the same minutes of this shared machine); the runs that start from ours_static's
-    checkpoints wait for it."""
+    checkpoints (or --finetune_from's) wait for it."""
     from concurrent.futures import ThreadPoolExecutor
 
     futures = {}
     with ThreadPoolExecutor(args.parallel_runs) as pool:
         for name in names:
-            reads_static = name == "phase2" or (name.startswith("finetune:") and name.split(":")[2] != "0")
-            after = [futures["ours_static"]] if reads_static and "ours_static" in futures else []
+            source = "ours_static" if name == "phase2" else args.finetune_from
+            reads = name == "phase2" or (name.startswith("finetune:") and name.split(":")[2] != "0")
+            after = [futures[source]] if reads and source in futures else []
             futures[name] = pool.submit(run_in_subprocess, args, name, rerun, after)
     return {name: future.result() for name, future in futures.items()}
 
@@ -448,7 +455,7 @@ def plot(results, finetuning, data, args):
         means = [p["mean"] for _, p in points]
         spreads = [p["sd"] for _, p in points]
         axis.errorbar(steps, means, yerr=spreads, marker=marker, capsize=3, label=f"{task} dev accuracy")
-        axis.set_title("fine-tuned from the pretraining checkpoint")
+        axis.set_title(f"fine-tuned from {args.finetune_from}'s checkpoints")
         axis.set_xlabel("pretraining steps (0 = random weights)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
@@ -476,6 +483,12 @@ def main():
     parser.add_argument("--dupe_factor", type=int, default=3)
     parser.add_argument("--finetune_learning_rate", type=float, default=1e-4)
     parser.add_argument("--finetune_epochs", type=float, default=2.0)
+    parser.add_argument(
+        "--finetune_from",
+        default="ours_static",
+        choices=sorted(FINETUNE_SOURCES),
+        help="the run fine-tuning starts from",
+    )
     parser.add_argument("--max_seeds", type=int, default=3, help="fine-tuning seeds per point at most")
     parser.add_argument("--parallel_runs", type=int, default=1, help="runs at a time, each with its share of the cores")
     parser.add_argument("--threads_per_run", type=int, default=0, help="0: the cores over --parallel_runs")

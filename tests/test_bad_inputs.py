@@ -966,7 +966,7 @@ def _cases(world, out):
                 "--train_batch_size=8",
             ],
             "truncated or corrupt",
-            world.root / "never",
+            world.root / "truncated_run",  # found before the run makes its output directory
         ),
         (
             "classifier-hf-config",

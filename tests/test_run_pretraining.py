@@ -29,6 +29,7 @@ from tests.pretraining_fixtures import (
     make_pretraining_setup,
     pretraining_flags,
 )
+from tfrecord_tools.errors import UsageError
 
 RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")
 HELPER = os.path.join(REPO_ROOT, "tests", "pretraining_worker.py")
@@ -218,6 +219,19 @@ def test_non_finite_loss_stops_naming_the_step(setup, tmp_path):
     )
     assert run.returncode != 0 and "loss is nan at step 1" in run.stderr
     assert tf.train.latest_checkpoint(str(tmp_path / "nan")) is None
+
+
+def test_a_shard_cut_short_is_refused_before_training(setup, tmp_path):
+    """Of two input shards the second is cut in its last record: the run stops before it builds
+    anything, naming that shard (TensorFlow would find it only on reaching the cut)."""
+    whole = open(setup["train.tfrecord"], "rb").read()
+    first, second = tmp_path / "shard-0.tfrecord", tmp_path / "shard-1.tfrecord"
+    first.write_bytes(whole)
+    second.write_bytes(whole[:-5])
+    flags = pretraining_flags(setup, str(tmp_path / "out"), input_file=f"{first},{second}")
+    with pytest.raises(UsageError, match=r"shard-1\.tfrecord: truncated or corrupt: record \d+ runs to byte"):
+        run_pretraining(PretrainingOptions(**flags), log=lambda message: None)
+    assert not (tmp_path / "out").exists()
 
 
 def test_tpu_that_does_not_exist_is_a_clear_error(setup, tmp_path):

@@ -4,12 +4,15 @@ Names are Google's (`input_ids`, `input_mask`, `segment_ids`, `masked_lm_positio
 readers also accept tf-models-official's `input_word_ids` / `input_type_ids`.
 """
 
+import os
+import struct
+
 import numpy as np
 import tensorflow as tf
 
 from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_outputs
+from tfrecord_tools.files import atomic_outputs, is_remote
 
 # tf-models-official name -> Google name.
 MODEL_GARDEN_ALIASES = {"input_word_ids": "input_ids", "input_type_ids": "segment_ids"}
@@ -305,11 +308,34 @@ TOKEN_ID_FEATURES = ("input_ids", "masked_lm_ids")
 _RECORDS_CHECKED_FOR_IDS = 100
 
 
+def check_complete(path):
+    """Before training: a local TFRecord file ends where its last record does. A file cut short
+    (an interrupted copy, a full disk) fails here at once rather than when the reader reaches the
+    cut, maybe hours in. Walks the 12-byte record headers only (no CRCs); remote files (gs://)
+    are left to the reader, where a walk would be one request per record."""
+    if is_remote(path):
+        return
+    size, offset, count = os.path.getsize(path), 0, 0
+    with open(path, "rb") as reader:
+        while offset < size:
+            reader.seek(offset)
+            header = reader.read(12)
+            end = offset + 16 + (struct.unpack("<Q", header[:8])[0] if len(header) == 12 else 0)
+            if len(header) < 12 or end > size:
+                raise UsageError(
+                    f"{path}: truncated or corrupt: record {count + 1} runs to byte {max(end, offset + 12):,} but the "
+                    f"file ends at {size:,} (a copy cut short?); recreate the file or copy it again"
+                )
+            offset, count = end, count + 1
+
+
 def check_records_match(path, spec, what="records", lengths_are_flags=True, vocab_size=None):
     """Before training: the first record of `path` has every feature of `spec`, at its length,
     and (with `vocab_size`) the first records' token ids fit the model's vocabulary. Raises
     UsageError naming the file, the feature, both values and the flag to change (its value, where
-    `lengths_are_flags`: each feature as long as its flag, as in pretraining)."""
+    `lengths_are_flags`: each feature as long as its flag, as in pretraining). The whole file
+    is checked to be complete (`check_complete`)."""
+    check_complete(path)
     try:
         # One read: the first record for the features, the first hundred for the token ids.
         records = [record.numpy() for record in tf.data.TFRecordDataset(path).take(_RECORDS_CHECKED_FOR_IDS)]

@@ -18,7 +18,8 @@ from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
 
 
-def _is_remote(path):
+def is_remote(path):
+    """A path with a scheme (gs://, hdfs://): read and written through tf.io.gfile."""
     return "://" in str(path)
 
 
@@ -34,7 +35,7 @@ def temporary_name(path):
 
 
 def _remove(path):
-    if _is_remote(path):
+    if is_remote(path):
         gfile = _gfile()
         if gfile.isdir(path):
             gfile.rmtree(path)
@@ -47,7 +48,7 @@ def _remove(path):
 
 
 def _rename(source, target):
-    if _is_remote(target):
+    if is_remote(target):
         _gfile().rename(source, target, overwrite=True)
     else:
         os.replace(source, target)
@@ -57,7 +58,7 @@ def _make_parent(path):
     parent = os.path.dirname(str(path))
     if not parent:
         return
-    if _is_remote(path):
+    if is_remote(path):
         _gfile().makedirs(parent)
     else:
         os.makedirs(parent, exist_ok=True)
@@ -90,7 +91,7 @@ def atomic_outputs(paths, suffixes=("",)):
 def atomic_output(path, mode="w"):
     """`with atomic_output(path) as writer:` -> `path` appears, whole, only if the block succeeds."""
     with atomic_outputs([path]) as (temporary,):
-        if _is_remote(path):
+        if is_remote(path):
             with _gfile().GFile(temporary, mode) as writer:
                 yield writer
         else:
@@ -107,7 +108,7 @@ def atomic_directory(path, force=False):
         raise FileExistsError(f"{path}: already exists; pass --force to replace it (or choose another directory)")
     with atomic_outputs([path]) as (temporary,):
         _remove(temporary)
-        if _is_remote(temporary):
+        if is_remote(temporary):
             _gfile().makedirs(temporary)
         else:
             os.makedirs(temporary)
@@ -118,7 +119,7 @@ def atomic_directory(path, force=False):
 
 def open_binary(path):
     """A file opened for reading bytes, local or remote."""
-    return _gfile().GFile(path, "rb") if _is_remote(path) else open(path, "rb")
+    return _gfile().GFile(path, "rb") if is_remote(path) else open(path, "rb")
 
 
 def read_bytes(path):
@@ -128,7 +129,7 @@ def read_bytes(path):
 
 
 def exists(path):
-    return _gfile().exists(path) if _is_remote(path) else os.path.exists(path)
+    return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
 
 
 def check_writable(path, flag, kind="file"):
@@ -137,7 +138,7 @@ def check_writable(path, flag, kind="file"):
     written whole beside its final name, as a SavedModel). Raises OSError naming the flag and
     the fix. Remote paths are not probed."""
     path = str(path)
-    if _is_remote(path):
+    if is_remote(path):
         return
     path = os.path.abspath(path)
     if kind == "file" and os.path.isdir(path):
@@ -162,7 +163,7 @@ def check_outputs_distinct(outputs, inputs=(), flag="--output_file"):
     """Each output named once, and none of them an input (writing it would destroy the input)."""
 
     def key(path):
-        return str(path) if _is_remote(path) else os.path.realpath(path)
+        return str(path) if is_remote(path) else os.path.realpath(path)
 
     input_keys = {key(path) for path in inputs}
     seen = set()
@@ -179,8 +180,8 @@ def expand_file_patterns(file_patterns, flag="--input_file"):
     that matched nothing."""
     files = []
     for pattern in filter(None, (part.strip() for part in (file_patterns or "").split(","))):
-        matches = sorted(_gfile().glob(pattern)) if _is_remote(pattern) else sorted(glob.glob(pattern))
-        matches = [match for match in matches if _is_remote(match) or os.path.isfile(match)]
+        matches = sorted(_gfile().glob(pattern)) if is_remote(pattern) else sorted(glob.glob(pattern))
+        matches = [match for match in matches if is_remote(match) or os.path.isfile(match)]
         if not matches:
             raise FileNotFoundError(f"{pattern}: no file matches; check {flag}")
         files.extend(matches)
@@ -193,7 +194,7 @@ def check_text_files(paths, flag):
     """Before reading them as text: none of `paths` is binary (a NUL byte in its first 8 KB, as
     a TFRecord, a checkpoint or a safetensors file has)."""
     for path in paths:
-        if _is_remote(path):
+        if is_remote(path):
             continue
         with open(path, "rb") as reader:
             if b"\x00" in reader.read(8192):
@@ -204,7 +205,7 @@ def check_readable_file(path, flag, what="file"):
     """A missing or unreadable input, named with its flag, before any work starts."""
     if not path:
         raise FileNotFoundError(f"{flag} is not set; pass the {what}")
-    if _is_remote(path):
+    if is_remote(path):
         if not _gfile().exists(path):
             raise FileNotFoundError(f"{path}: no such file; check {flag}")
         return
