@@ -489,6 +489,11 @@ def main():
         choices=sorted(FINETUNE_SOURCES),
         help="the run fine-tuning starts from",
     )
+    parser.add_argument(
+        "--finetune_points",
+        default="0,1/4,1/2,all",
+        help="which pretraining points to fine-tune from (0: random weights), e.g. 0,1/4 while the rest trains",
+    )
     parser.add_argument("--max_seeds", type=int, default=3, help="fine-tuning seeds per point at most")
     parser.add_argument("--parallel_runs", type=int, default=1, help="runs at a time, each with its share of the cores")
     parser.add_argument("--threads_per_run", type=int, default=0, help="0: the cores over --parallel_runs")
@@ -506,10 +511,12 @@ def main():
     log(f"vocabulary {data['vocab_size']} tokens; instances {data['instances']}")
     runs, rerun = args.runs.split(","), set(filter(None, args.rerun.split(",")))
     order = ("ours_static", "model_garden", "ours_dynamic", "ours_tiny_static", "phase2")
+    points = args.finetune_points.split(",")
     finetune_runs = {
         (task, point): [f"finetune:{task}:{point}:{seed}" for seed in seeds[: args.max_seeds]]
         for task in TASKS
         for point, seeds in FINETUNE_SEEDS[task].items()
+        if point in points
     }
     names = [name for name in order if name in runs]
     if "finetune" in runs:
