@@ -323,7 +323,7 @@ def check_complete(path):
             end = offset + 16 + (struct.unpack("<Q", header[:8])[0] if len(header) == 12 else 0)
             if len(header) < 12 or end > size:
                 raise UsageError(
-                    f"{path}: truncated or corrupt: record {count + 1} runs to byte {max(end, offset + 12):,} but the "
+                    f"{path}: truncated or corrupt: record {count + 1} runs to byte {end:,} but the "
                     f"file ends at {size:,} (a copy cut short?); recreate the file or copy it again"
                 )
             offset, count = end, count + 1

@@ -63,6 +63,12 @@ def _subsampled_conll(run, data_dir, max_train_sentences, seed):
 
 # conlleval's entity-level scores that run_ner reports, as eval_precision etc.
 NER_SCORES = ("precision", "recall", "f1")
+NER_METRIC_NAMES = tuple(f"eval_{name}" for name in NER_SCORES)  # what --keep_best_checkpoint may name
+
+
+def ner_metrics(scores):
+    """conlleval's scores as run_ner reports them."""
+    return dict(zip(NER_METRIC_NAMES, (scores[name] for name in NER_SCORES)))
 
 
 def predicted_tags(logits, label_weights, sentences, labels):
@@ -78,7 +84,7 @@ def predicted_tags(logits, label_weights, sentences, labels):
 
 def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
     run = FineTuningRun(options, log)
-    run.check_metric_names([f"eval_{name}" for name in NER_SCORES])
+    run.check_metric_names(NER_METRIC_NAMES)
     data = ner_data(run, data_dir, max_train_sentences, seed)
     labels = data.labels
     task = TaggingTask(run.config, options.max_seq_length, label_names=labels)
@@ -91,9 +97,8 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
         predicted = predicted_tags(logits, features["label_weights"], sentences, labels)
         return sentences, predicted, conlleval.evaluate([s.labels for s in sentences], predicted)
 
-    def dev_metrics(scores=None):
-        scores = scores or evaluate_split("dev")[2]
-        return {f"eval_{name}": scores[name] for name in NER_SCORES}
+    def dev_metrics():
+        return ner_metrics(evaluate_split("dev")[2])
 
     trained = None
     if options.do_train:
@@ -116,5 +121,5 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
                     writer.writelines(f"{w} {g} {p}\n" for w, g, p in zip(sentence.words, sentence.labels, tags))
                     writer.write("\n")
         if split == "dev":
-            results = run.write_results(dev_metrics(scores))
+            results = run.write_results(ner_metrics(scores))
     return RunResult(train=trained, eval=results)

@@ -15,6 +15,9 @@ from tfrecord_tools.files import check_readable_file
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_squad_data
 from tfrecord_tools.squad_data import FEATURES_SUFFIX, read_features_sidecar, read_squad_examples
 
+# The official sweep's keys that run_squad adds to a v2.0 evaluation, prefixed any_threshold_.
+SWEEP_KEYS = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")
+
 
 def squad_data(
     run,
@@ -196,10 +199,6 @@ def run_squad(
     run.trainer.write_eval_summaries(evaluation)
     log("eval: " + json.dumps(evaluation))
     return RunResult(train=trained, eval=evaluation)
-
-
-# The official sweep's keys that run_squad adds, prefixed any_threshold_ (see evaluate above).
-SWEEP_KEYS = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")
 
 
 def squad_metric_names(version_2_with_negative):

@@ -56,9 +56,10 @@ class BestCheckpoint:
     def update(self, model, metrics, step):
         """After an evaluation at `step`: keeps the model if `metrics` are the best yet. Returns
         whether they were."""
-        numbers = sorted(k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-        self.check_metric(self.metric, [name for name in numbers if name != "step"])
-        value = metrics[self.metric]
+        value = metrics.get(self.metric)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            numbers = [k for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            self.check_metric(self.metric, sorted(name for name in numbers if name != "step"))
         if step <= self.state["last_step"]:
             return False  # a resumed run repeating an evaluation already counted
         improved = self._better(value)
