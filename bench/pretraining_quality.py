@@ -14,7 +14,8 @@ config, batch, learning rate, warmup, linear decay, clipping and steps:
   evaluation every --eval_every steps (--eval_every_n_steps);
 - `model_garden`: tf-models-official's BertPretrainerV2 and official.nlp.optimization's AdamW, the
   whole step in one tf.function (tests/model_garden_reference.ModelGardenPretraining);
-- `ours_tiny_static`: BERT-tiny (L2/H128) for the README's "healthy run" table;
+- `ours_tiny_static`, `model_garden_tiny`: the same two at BERT-tiny (L2/H128), for the README's
+  "healthy run" table and a comparison long enough to pass the MLM plateau within the hour;
 - `phase2`: ours_static's weights, 10% more steps at seq 512 with 80 predictions (fresh optimizer);
 - fine-tuning (run_classifier's library) from 0, 1/4, 1/2 and all of ours_static's steps
   (`--finetune_from=ours_tiny_static`: of tiny's, the random-weight point then tiny-sized too).
@@ -25,14 +26,15 @@ interrupted bench resumes where it was (--rerun=NAME,... repeats some). The last
 docs/pretraining_quality.png (or --plot's file for a part of the bench) and prints the README's tables.
 
 --parallel_runs=2 runs two at a time with one core each, in this order: ours_static beside
-model_garden (the two compared share the same minutes of a shared machine), then ours_dynamic
-beside tiny, phase 2 and fine-tuning. On these CPUs one thread keeps most of two threads' speed,
+model_garden (the two compared share the same minutes of a shared machine), then tiny's pair,
+ours_dynamic, phase 2 and fine-tuning. On these CPUs one thread keeps most of two threads' speed,
 so a pair takes little longer than one run alone. --dropout and --mixed_precision apply to every
 pretraining run (fine-tuning keeps dropout 0.1 and float32).
 """
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -48,7 +50,7 @@ CORPORA = os.path.join(REPO, "..", "shared", "data", "corpus")
 SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
 NAMES = ("wikipedia_excerpt.txt", "brown.txt", "jane_austen.txt", "moby_dick.txt")
 MODELS = {"mini": (4, 256, 4, 1024), "tiny": (2, 128, 2, 512)}  # layers, hidden, heads, intermediate
-PRETRAINING_RUNS = ("ours_static", "ours_dynamic", "model_garden", "ours_tiny_static")
+PRETRAINING_RUNS = ("ours_static", "ours_dynamic", "model_garden", "ours_tiny_static", "model_garden_tiny")
 # The runs fine-tuning can start from, and their model.
 FINETUNE_SOURCES = {"ours_static": "mini", "ours_tiny_static": "tiny"}
 # Seeds per pretraining point (0 = random weights): the ends get several, for the spread.
@@ -243,7 +245,7 @@ def run_model_garden(work, args, name):
     from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
     from tests.model_garden_reference import ModelGardenPretraining
 
-    config = BertConfig.from_json_file(config_path(work, args, "mini"))
+    config = BertConfig.from_json_file(config_path(work, args, "tiny" if name == "model_garden_tiny" else "mini"))
     spec = PretrainingTask(config, 128, 20).feature_spec()
     train = make_tfrecord_dataset(
         [os.path.join(work, "records", "train_static_128.tfrecord")], spec, args.batch_size, True, seed=12345
@@ -254,12 +256,22 @@ def run_model_garden(work, args, name):
     peer = ModelGardenPretraining(config, args.learning_rate, args.steps, args.steps // 10, policy=args.mixed_precision)
     iterator = iter(train)
     evaluations, rates = [], []
-    for step in range(args.eval_every, args.steps + 1, args.eval_every):
-        start = time.perf_counter()
-        loss = peer.train(iterator, args.eval_every)
-        rates.append(args.eval_every * args.batch_size / (time.perf_counter() - start))
-        evaluations.append({"step": step, **peer.evaluate(heldout)})
-        log(f"model_garden step {step}/{args.steps} loss={loss:.4f} {rates[-1]:.1f} examples/s: {evaluations[-1]}")
+    # Steps per tf.function call: short enough for a progress line every half minute between evaluations.
+    chunk = math.gcd(args.eval_every, 50)
+    window_start = last_line = time.perf_counter()
+    for step in range(chunk, args.steps + 1, chunk):
+        loss = peer.train(iterator, chunk)
+        now = time.perf_counter()
+        if step % args.eval_every == 0:
+            rates.append(args.eval_every * args.batch_size / (now - window_start))
+            evaluations.append({"step": step, **peer.evaluate(heldout)})
+            log(f"step {step}/{args.steps} loss={loss:.4f} {rates[-1]:.1f} examples/s: {evaluations[-1]}")
+            window_start = last_line = time.perf_counter()
+        elif now - last_line >= 30:
+            rate = (step % args.eval_every) * args.batch_size / (now - window_start)
+            eta = time.strftime("%H:%M:%S", time.gmtime((args.steps - step) * args.batch_size / rate))
+            log(f"step {step}/{args.steps} loss={loss:.4f} {rate:.1f} examples/s ETA {eta}")
+            last_line = now
     return {"evaluations": evaluations, "examples_per_second": statistics.median(rates[1:] or rates)}
 
 
@@ -326,7 +338,7 @@ def worker(args):
     _RUN.append(name)
     if name.startswith("finetune:"):
         result = finetune(work, args, name)
-    elif name == "model_garden":
+    elif name in ("model_garden", "model_garden_tiny"):
         result = run_model_garden(work, args, name)
     elif name == "phase2":
         result = run_phase2(work, args, name)
@@ -417,8 +429,15 @@ def plot(results, finetuning, data, args):
         "ours_dynamic": "ours, dynamic masking",
         "model_garden": "tf-models-official BertPretrainerV2",
         "ours_tiny_static": "ours, BERT-tiny (L2/H128), static",
+        "model_garden_tiny": "tf-models-official, BERT-tiny",
     }
-    styles = {"ours_static": "-", "ours_dynamic": "--", "model_garden": ":", "ours_tiny_static": "-."}
+    styles = {
+        "ours_static": "-",
+        "ours_dynamic": "--",
+        "model_garden": ":",
+        "ours_tiny_static": "-.",
+        "model_garden_tiny": (0, (1, 3)),
+    }
     figure, axes = plt.subplots(1, 4 if finetuning else 3, figsize=(20 if finetuning else 15, 4.6))
     panels = (
         ("masked_lm_accuracy", "held-out MLM accuracy"),
@@ -440,7 +459,7 @@ def plot(results, finetuning, data, args):
                 )
                 continue
             points = result["evaluations"]
-            axis.plot([p["step"] for p in points], [p[key] for p in points], styles[name], label=labels[name])
+            axis.plot([p["step"] for p in points], [p[key] for p in points], linestyle=styles[name], label=labels[name])
         if key == "next_sentence_accuracy":
             axis.axhline(data["nsp_majority"], color="gray", linewidth=0.8, linestyle="--", label="majority class")
             axis.legend(fontsize=7)
@@ -510,7 +529,8 @@ def main():
     data = make_data(args.work_dir, args)
     log(f"vocabulary {data['vocab_size']} tokens; instances {data['instances']}")
     runs, rerun = args.runs.split(","), set(filter(None, args.rerun.split(",")))
-    order = ("ours_static", "model_garden", "ours_dynamic", "ours_tiny_static", "phase2")
+    # Each compared pair adjacent, so that --parallel_runs=2 runs it side by side.
+    order = ("ours_static", "model_garden", "ours_tiny_static", "model_garden_tiny", "ours_dynamic", "phase2")
     points = args.finetune_points.split(",")
     finetune_runs = {
         (task, point): [f"finetune:{task}:{point}:{seed}" for seed in seeds[: args.max_seeds]]
