@@ -37,6 +37,7 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,9 +51,17 @@ CORPORA = os.path.join(REPO, "..", "shared", "data", "corpus")
 SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
 NAMES = ("wikipedia_excerpt.txt", "brown.txt", "jane_austen.txt", "moby_dick.txt")
 MODELS = {"mini": (4, 256, 4, 1024), "tiny": (2, 128, 2, 512)}  # layers, hidden, heads, intermediate
-PRETRAINING_RUNS = ("ours_static", "ours_dynamic", "model_garden", "ours_tiny_static", "model_garden_tiny")
+# Each pretraining run and the model it trains.
+MODEL_OF = {
+    "ours_static": "mini",
+    "ours_dynamic": "mini",
+    "model_garden": "mini",
+    "ours_tiny_static": "tiny",
+    "model_garden_tiny": "tiny",
+}
+PRETRAINING_RUNS = tuple(MODEL_OF)
 # The runs fine-tuning can start from, and their model.
-FINETUNE_SOURCES = {"ours_static": "mini", "ours_tiny_static": "tiny"}
+FINETUNE_SOURCES = {name: MODEL_OF[name] for name in ("ours_static", "ours_tiny_static")}
 # Seeds per pretraining point (0 = random weights): the ends get several, for the spread.
 FINETUNE_SEEDS = {
     "SST-2": {"0": (1, 2), "1/4": (1,), "1/2": (1,), "all": (1, 2)},
@@ -190,7 +199,7 @@ def pretraining_options(work, args, name, **overrides):
         bert_config_file=config_path(work, args, "mini"),
         input_file=os.path.join(work, "records", "train_static_128.tfrecord"),
         eval_input_file=os.path.join(work, "records", "heldout_128.tfrecord"),
-        output_dir=os.path.join(run_root(work, args), "runs", name),
+        output_dir=run_folder(work, args, name),
         do_train=True,
         do_eval=True,
         max_seq_length=128,
@@ -230,11 +239,9 @@ def curve_of(result):
 def run_ours(work, args, name):
     from keras_bert_impl.runners.run_pretraining import run_pretraining
 
-    overrides = {}
+    overrides = {"bert_config_file": config_path(work, args, MODEL_OF[name])}
     if name == "ours_dynamic":
         overrides["input_file"] = os.path.join(work, "records", "train_dynamic_128.tfrecord")
-    if name == "ours_tiny_static":
-        overrides["bert_config_file"] = config_path(work, args, "tiny")
     return curve_of(run_pretraining(pretraining_options(work, args, name, **overrides), log=log))
 
 
@@ -244,8 +251,9 @@ def run_model_garden(work, args, name):
     from keras_bert_impl.tasks.pretraining import PretrainingTask
     from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
     from tests.model_garden_reference import ModelGardenPretraining
+    from tfrecord_tools.progress import format_seconds
 
-    config = BertConfig.from_json_file(config_path(work, args, "tiny" if name == "model_garden_tiny" else "mini"))
+    config = BertConfig.from_json_file(config_path(work, args, MODEL_OF[name]))
     spec = PretrainingTask(config, 128, 20).feature_spec()
     train = make_tfrecord_dataset(
         [os.path.join(work, "records", "train_static_128.tfrecord")], spec, args.batch_size, True, seed=12345
@@ -269,8 +277,8 @@ def run_model_garden(work, args, name):
             window_start = last_line = time.perf_counter()
         elif now - last_line >= 30:
             rate = (step % args.eval_every) * args.batch_size / (now - window_start)
-            eta = time.strftime("%H:%M:%S", time.gmtime((args.steps - step) * args.batch_size / rate))
-            log(f"step {step}/{args.steps} loss={loss:.4f} {rate:.1f} examples/s ETA {eta}")
+            eta = (args.steps - step) * args.batch_size / rate
+            log(f"step {step}/{args.steps} loss={loss:.4f} {rate:.1f} examples/s ETA {format_seconds(eta)}")
             last_line = now
     return {"evaluations": evaluations, "examples_per_second": statistics.median(rates[1:] or rates)}
 
@@ -316,7 +324,7 @@ def finetune(work, args, name):
     if point != "0":
         step = {"1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}[point]
         checkpoint = os.path.join(run_root(work, args), "runs", args.finetune_from, f"ckpt-{step}")
-    out = os.path.join(finetune_root(work, args), slug(name))
+    out = run_folder(work, args, name)
     overrides = dict(
         bert_config_file=config_path(work, args, FINETUNE_SOURCES[args.finetune_from] + "_finetune"),
         vocab_file=os.path.join(work, "vocab.txt"),
@@ -363,6 +371,13 @@ def slug(name):
     return name.replace(":", "_").replace("/", "of")
 
 
+def run_folder(work, args, name):
+    """Where a run writes its checkpoints (pretraining) or its records and model (fine-tuning)."""
+    if name.startswith("finetune:"):
+        return os.path.join(finetune_root(work, args), slug(name))
+    return os.path.join(run_root(work, args), "runs", name)
+
+
 def config_path(work, args, model):
     return os.path.join(run_root(work, args), f"bert_config_{model}.json")
 
@@ -389,6 +404,10 @@ def run_in_subprocess(args, name, rerun, after=()):
     path = result_path(args.work_dir, args, name)
     if os.path.exists(path) and name not in rerun:
         return json.load(open(path, encoding="utf-8"))
+    if name in rerun:
+        # Afresh: run_pretraining would resume from the finished run's checkpoints and train nothing.
+        for folder in (run_folder(args.work_dir, args, name), run_folder(args.work_dir, args, name + "_start")):
+            shutil.rmtree(folder, ignore_errors=True)
     log(f"run {name}")
     argv = [arg for arg in sys.argv[1:] if not arg.startswith("--worker")]
     threads = str(args.threads_per_run or max(1, (os.cpu_count() or 1) // args.parallel_runs))
