@@ -7,8 +7,10 @@ the pre-train-then-fine-tune gain on SST-2 (4,000 sentences) and MRPC.
 Data: the training part of each corpus in ../shared/data/corpus (every file before its held-out
 byte offset in heldout_split.json) and, for evaluation, the held-out tails; a WordPiece vocabulary
 learned from the training part (build_vocab.py); TFRecords from create_pretraining_data.py. Every
-run reads the same records in the same order (our tf.data pipeline, seed 12345) with the same
-config, batch, learning rate, warmup, linear decay, clipping and steps:
+run reads the same records in the same order (our tf.data pipeline, --seed, 12345 unless told)
+with the same config, batch, learning rate, warmup, linear decay, clipping and steps; --seed also
+seeds each library's initial weights (ours through --random_seed, Model Garden's through
+tf_keras.utils.set_random_seed), so a few seeds show the spread of a curve between initialisations:
 
 - `ours_static`, `ours_dynamic`: run_pretraining (the library behind run_pretraining.py), held-out
   evaluation every --eval_every steps (--eval_every_n_steps);
@@ -50,6 +52,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 CORPORA = os.path.join(REPO, "..", "shared", "data", "corpus")
 SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
 NAMES = ("wikipedia_excerpt.txt", "brown.txt", "jane_austen.txt", "moby_dick.txt")
+DEFAULT_SEED = 12345
 MODELS = {"mini": (4, 256, 4, 1024), "tiny": (2, 128, 2, 512)}  # layers, hidden, heads, intermediate
 # Each pretraining run and the model it trains.
 MODEL_OF = {
@@ -217,6 +220,7 @@ def pretraining_options(work, args, name, **overrides):
         # Model Garden's peer reads the same batches in the same order: Google's fixed shapes.
         pad_to_max_seq_length=True,
         mixed_precision=args.mixed_precision,
+        random_seed=args.seed,
     )
     values.update(overrides)
     return PretrainingOptions(**values)
@@ -256,11 +260,15 @@ def run_model_garden(work, args, name):
     config = BertConfig.from_json_file(config_path(work, args, MODEL_OF[name]))
     spec = PretrainingTask(config, 128, 20).feature_spec()
     train = make_tfrecord_dataset(
-        [os.path.join(work, "records", "train_static_128.tfrecord")], spec, args.batch_size, True, seed=12345
+        [os.path.join(work, "records", "train_static_128.tfrecord")], spec, args.batch_size, True, seed=args.seed
     )
     heldout = make_tfrecord_dataset([os.path.join(work, "records", "heldout_128.tfrecord")], spec, 64, False).take(
         args.eval_batches
     )
+    import tf_keras
+
+    # Model Garden's initializers draw from the global seed (they take no seed of their own).
+    tf_keras.utils.set_random_seed(args.seed)
     peer = ModelGardenPretraining(config, args.learning_rate, args.steps, args.steps // 10, policy=args.mixed_precision)
     iterator = iter(train)
     evaluations, rates = [], []
@@ -363,6 +371,8 @@ def run_root(work, args):
     name = (
         f"steps{args.steps}_lr{args.learning_rate}_batch{args.batch_size}_dropout{args.dropout}_{args.mixed_precision}"
     )
+    if args.seed != DEFAULT_SEED:
+        name += f"_seed{args.seed}"
     return os.path.join(work, name)
 
 
@@ -518,6 +528,9 @@ def main():
     parser.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout in pretraining")
     parser.add_argument("--mixed_precision", default="float32", help="Keras dtype policy of every pretraining run")
     parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="initial weights and record order of every pretraining run"
+    )
     parser.add_argument("--dupe_factor", type=int, default=3)
     parser.add_argument("--finetune_learning_rate", type=float, default=1e-4)
     parser.add_argument("--finetune_epochs", type=float, default=2.0)
