@@ -251,6 +251,8 @@ def run_ours(work, args, name):
 
 def run_model_garden(work, args, name):
     """tf-models-official's pretraining on our pipeline's batches (the same records, the same order)."""
+    import tf_keras
+
     from keras_bert_impl.models.bert_config import BertConfig
     from keras_bert_impl.tasks.pretraining import PretrainingTask
     from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
@@ -265,8 +267,6 @@ def run_model_garden(work, args, name):
     heldout = make_tfrecord_dataset([os.path.join(work, "records", "heldout_128.tfrecord")], spec, 64, False).take(
         args.eval_batches
     )
-    import tf_keras
-
     # Model Garden's initializers draw from the global seed (they take no seed of their own).
     tf_keras.utils.set_random_seed(args.seed)
     peer = ModelGardenPretraining(config, args.learning_rate, args.steps, args.steps // 10, policy=args.mixed_precision)
@@ -298,7 +298,7 @@ def run_phase2(work, args, name):
 
     steps = max(args.eval_every_512, round(args.steps / 9))
     common = dict(
-        init_checkpoint=os.path.join(run_root(work, args), "runs", "ours_static"),
+        init_checkpoint=run_folder(work, args, "ours_static"),
         input_file=os.path.join(work, "records", "train_static_512.tfrecord"),
         eval_input_file=os.path.join(work, "records", "heldout_512.tfrecord"),
         max_seq_length=512,
@@ -331,7 +331,7 @@ def finetune(work, args, name):
     checkpoint = None
     if point != "0":
         step = {"1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}[point]
-        checkpoint = os.path.join(run_root(work, args), "runs", args.finetune_from, f"ckpt-{step}")
+        checkpoint = os.path.join(run_folder(work, args, args.finetune_from), f"ckpt-{step}")
     out = run_folder(work, args, name)
     overrides = dict(
         bert_config_file=config_path(work, args, FINETUNE_SOURCES[args.finetune_from] + "_finetune"),
