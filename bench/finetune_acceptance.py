@@ -3,6 +3,9 @@ path, fine-tuned with Google's recipe (AdamW, lr 5e-5, warmup 10%, batch 32, 3 e
 on the data in ../shared/data; prints and saves each task's metrics and wall time.
 
     .venv/bin/python bench/finetune_acceptance.py [--tasks=mrpc,sst2,conll,squad] [--output_root=/tmp/acceptance]
+
+--random_weights fine-tunes the same architecture from random weights (with --learning_rate and
+--seed): beside the real weights, what pretraining gives fine-tuning.
 """
 
 import argparse
@@ -103,11 +106,11 @@ def run_sst2(model_dir, root, log, sentences=4000, seed=12345, **overrides):
     ).eval
 
 
-def run_conll(model_dir, root, log, sentences=5000):
+def run_conll(model_dir, root, log, sentences=5000, **overrides):
     from keras_bert_impl.runners.run_ner import run_ner
 
     return run_ner(
-        options(model_dir, os.path.join(root, "conll")),
+        options(model_dir, os.path.join(root, "conll"), **overrides),
         os.path.join(SHARED_DATA, "CoNLL2003"),
         max_train_sentences=sentences,
         log=log,
@@ -196,7 +199,31 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--output_root", default="/tmp/acceptance")
+    parser.add_argument(
+        "--random_weights",
+        action="store_true",
+        help="MiniLM's architecture from random weights: the control that shows what pretraining gives",
+    )
+    parser.add_argument("--learning_rate", type=float, default=None, help="instead of the task's recipe")
+    parser.add_argument("--seed", type=int, default=None, help="fine-tuning's random seed (12345 unless told)")
     args = parser.parse_args()
+    overrides = {}
+    if args.random_weights:
+        overrides.update(init_checkpoint=None, allow_random_weights=True)
+    if args.learning_rate is not None:
+        overrides["learning_rate"] = args.learning_rate
+    if args.seed is not None:
+        overrides["random_seed"] = args.seed
+    if overrides and "squad" in args.tasks.split(","):
+        sys.exit("--random_weights, --learning_rate and --seed apply to mrpc, sst2 and conll, not squad")
+    # Each variant in a folder of its own: a runner resumes from the checkpoints in its output folder.
+    variant = "".join(
+        (
+            "_random" if args.random_weights else "",
+            f"_lr{args.learning_rate}" if args.learning_rate is not None else "",
+            f"_seed{args.seed}" if args.seed is not None else "",
+        )
+    )
     logging.set_verbosity(logging.INFO)
     os.makedirs(args.output_root, exist_ok=True)
     model_dir = google_model_dir(args.output_root)
@@ -204,11 +231,12 @@ def main():
     summary = json.load(open(summary_path)) if os.path.exists(summary_path) else {}
     for name in args.tasks.split(","):
         start = time.time()
-        results = TASKS[name](model_dir, args.output_root, logging.info)
-        summary[name] = {"results": results, "seconds": round(time.time() - start, 1), "cpus": os.cpu_count()}
-        print(name, json.dumps(summary[name]), flush=True)
-        with open(summary_path, "w") as writer:
+        results = TASKS[name](model_dir, os.path.join(args.output_root, variant[1:]), logging.info, **overrides)
+        summary[name + variant] = {"results": results, "seconds": round(time.time() - start, 1), "cpus": os.cpu_count()}
+        print(name + variant, json.dumps(summary[name + variant]), flush=True)
+        with open(summary_path + ".tmp", "w") as writer:
             json.dump(summary, writer, indent=2)
+        os.replace(summary_path + ".tmp", summary_path)
 
 
 if __name__ == "__main__":

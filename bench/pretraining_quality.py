@@ -22,6 +22,9 @@ tf_keras.utils.set_random_seed), so a few seeds show the spread of a curve betwe
 - fine-tuning (run_classifier's library) from 0, 1/4, 1/2 and all of ours_static's steps
   (`--finetune_from=ours_tiny_static`: of tiny's, the random-weight point then tiny-sized too).
 
+--pretraining_text=sst2 pretrains on SST-2's training text without its labels instead (held out:
+its dev text), in-domain text for the fine-tuning gain; use a --work_dir of its own.
+
 Each run is a subprocess that writes its results under a folder named by the setting (steps, lr,
 batch, dropout, precision; fine-tuning's lr and epochs); a finished run is not repeated, so an
 interrupted bench resumes where it was (--rerun=NAME,... repeats some). The last stage draws
@@ -89,13 +92,10 @@ def tool(name, *flags):
     return done.stderr
 
 
-def make_data(work, args):
-    """The corpora split at their held-out offsets, a vocabulary from the training part, TFRecords."""
+def corpora_documents():
+    """The four corpora's documents, each file split at its held-out offset."""
     with open(os.path.join(CORPORA, "heldout_split.json"), encoding="utf-8") as reader:
         split = json.load(reader)["files"]
-    # Documents of all four corpora shuffled into one file per part, as a Wikipedia dump's
-    # articles come in no order: the random next sentence of a unit then comes from any corpus,
-    # not the same novel (Google's draws it from the whole corpus).
     parts = {"train": [], "heldout": []}
     for name in NAMES:
         with open(os.path.join(CORPORA, name), "rb") as reader:
@@ -103,11 +103,48 @@ def make_data(work, args):
         offset = split[name]["heldout"]["byte_offset"] if name in split else heldout_offset(text)
         for part, piece in (("train", text[:offset]), ("heldout", text[offset:])):
             parts[part].extend(document for document in piece.split(b"\n\n") if document.strip())
+    return parts
+
+
+def sst2_documents():
+    """SST-2's training sentences and phrases without their labels (in-domain text, as in
+    Gururangan et al.'s task-adaptive pretraining), ten to a document; held out: the dev sentences,
+    which fine-tuning evaluates on and no run trains on. train.tsv lists its phrases in no order, so
+    a document's next sentence is as unrelated as NSP's random one: NSP learns nothing here."""
+    parts = {}
+    for part, split in (("train", "train.tsv"), ("heldout", "dev.tsv")):
+        with open(os.path.join(SHARED_DATA, "SST-2", split), encoding="utf-8") as reader:
+            lines = [line.rsplit("\t", 1)[0].strip() for line in list(reader)[1:]]
+        # The corpora's rule for a sentence line: three words or more.
+        lines = [line for line in lines if len(line.split()) >= 3]
+        parts[part] = ["\n".join(lines[i : i + 10]).encode("utf-8") for i in range(0, len(lines), 10)]
+    return parts
+
+
+# The unlabeled text pretraining reads (--pretraining_text): its training and held-out documents.
+TEXTS = {"corpora": corpora_documents, "sst2": sst2_documents}
+
+
+def make_data(work, args):
+    """--pretraining_text's documents, a vocabulary from the training part, TFRecords."""
+    # A work directory holds the data of one text: the vocabulary and records are made once.
+    marker = os.path.join(work, "pretraining_text")
+    if os.path.exists(marker):
+        with open(marker, encoding="utf-8") as reader:
+            made_from = reader.read().strip()
+        if made_from != args.pretraining_text:
+            sys.exit(f"{work} holds data made from --pretraining_text={made_from}: choose another --work_dir")
+    # Documents shuffled into one file per part, as a Wikipedia dump's articles come in no order:
+    # the random next sentence of a unit then comes from any corpus, not the same novel (Google's
+    # draws it from the whole corpus).
+    parts = TEXTS[args.pretraining_text]()
     for part, documents in parts.items():
         random.Random(20261201).shuffle(documents)
         os.makedirs(os.path.join(work, "text", part), exist_ok=True)
         with open(os.path.join(work, "text", part, "shuffled.txt"), "wb") as writer:
             writer.write(b"\n\n".join(document.strip(b"\n") for document in documents) + b"\n")
+    with open(marker, "w", encoding="utf-8") as writer:
+        writer.write(args.pretraining_text + "\n")
     train, heldout = os.path.join(work, "text", "train", "*.txt"), os.path.join(work, "text", "heldout", "*.txt")
     vocab = os.path.join(work, "vocab.txt")
     if not os.path.exists(vocab):
@@ -527,6 +564,12 @@ def main():
     )
     parser.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout in pretraining")
     parser.add_argument("--mixed_precision", default="float32", help="Keras dtype policy of every pretraining run")
+    parser.add_argument(
+        "--pretraining_text",
+        default="corpora",
+        choices=sorted(TEXTS),
+        help="corpora: the four shared corpora; sst2: SST-2's training text without labels (held out: its dev text)",
+    )
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument(
         "--seed", type=int, default=DEFAULT_SEED, help="initial weights and record order of every pretraining run"
@@ -555,8 +598,13 @@ def main():
     args = parser.parse_args()
     if args.worker:
         return worker(args)
-    if not all(os.path.isfile(os.path.join(CORPORA, name)) for name in NAMES):
-        sys.exit(f"{CORPORA}: the shared corpora are missing")
+    # Fine-tuning reads SST-2 and MRPC whichever text pretraining reads.
+    needed = [os.path.join(SHARED_DATA, task, "dev.tsv") for task in TASKS]
+    if args.pretraining_text == "corpora":
+        needed += [os.path.join(CORPORA, name) for name in NAMES]
+    missing = [path for path in needed if not os.path.isfile(path)]
+    if missing:
+        sys.exit(f"{missing[0]}: the shared data are missing")
     os.makedirs(args.work_dir, exist_ok=True)
     data = make_data(args.work_dir, args)
     log(f"vocabulary {data['vocab_size']} tokens; instances {data['instances']}")
