@@ -70,8 +70,8 @@ PRETRAINING_RUNS = tuple(MODEL_OF)
 FINETUNE_SOURCES = {name: MODEL_OF[name] for name in ("ours_static", "ours_tiny_static")}
 # Seeds per pretraining point (0 = random weights): the ends get several, for the spread.
 FINETUNE_SEEDS = {
-    "SST-2": {"0": (1, 2), "1/4": (1,), "1/2": (1,), "all": (1, 2)},
-    "MRPC": {"0": (1,), "all": (1, 2)},
+    "SST-2": {"0": (1, 2, 3), "1/4": (1,), "1/2": (1,), "all": (1, 2, 3)},
+    "MRPC": {"0": (1, 2), "all": (1, 2)},
 }
 TASKS = ("SST-2", "MRPC")
 DEFAULT_PLOT = os.path.join(REPO, "docs", "pretraining_quality.png")
