@@ -123,6 +123,10 @@ def sst2_documents():
 
 # The unlabeled text pretraining reads (--pretraining_text): its training and held-out documents.
 TEXTS = {"corpora": corpora_documents, "sst2": sst2_documents}
+TEXT_TITLES = {
+    "corpora": "the four shared corpora",
+    "sst2": "SST-2's training text without labels (held out: its dev text)",
+}
 
 
 def make_data(work, args):
@@ -544,6 +548,7 @@ def plot(results, finetuning, data, args):
         axis.set_xlabel("pretraining steps (0 = random weights)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
+    figure.suptitle(f"pretraining text: {TEXT_TITLES[args.pretraining_text]}", fontsize=10)
     figure.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     figure.savefig(path + ".tmp.png", dpi=110)
@@ -568,7 +573,7 @@ def main():
         "--pretraining_text",
         default="corpora",
         choices=sorted(TEXTS),
-        help="corpora: the four shared corpora; sst2: SST-2's training text without labels (held out: its dev text)",
+        help="; ".join(f"{name}: {title}" for name, title in TEXT_TITLES.items()),
     )
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument(
