@@ -196,6 +196,8 @@ TASKS = {"mrpc": run_mrpc, "sst2": run_sst2, "conll": run_conll, "squad": run_sq
 def main():
     from absl import logging
 
+    from tfrecord_tools.files import atomic_output
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--output_root", default="/tmp/acceptance")
@@ -234,9 +236,8 @@ def main():
         results = TASKS[name](model_dir, os.path.join(args.output_root, variant[1:]), logging.info, **overrides)
         summary[name + variant] = {"results": results, "seconds": round(time.time() - start, 1), "cpus": os.cpu_count()}
         print(name + variant, json.dumps(summary[name + variant]), flush=True)
-        with open(summary_path + ".tmp", "w") as writer:
+        with atomic_output(summary_path) as writer:
             json.dump(summary, writer, indent=2)
-        os.replace(summary_path + ".tmp", summary_path)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,8 @@ TEXT_TITLES = {
 
 def make_data(work, args):
     """--pretraining_text's documents, a vocabulary from the training part, TFRecords."""
+    from tfrecord_tools.files import atomic_output
+
     # A work directory holds the data of one text: the vocabulary and records are made once.
     marker = os.path.join(work, "pretraining_text")
     if os.path.exists(marker):
@@ -147,7 +149,7 @@ def make_data(work, args):
         os.makedirs(os.path.join(work, "text", part), exist_ok=True)
         with open(os.path.join(work, "text", part, "shuffled.txt"), "wb") as writer:
             writer.write(b"\n\n".join(document.strip(b"\n") for document in documents) + b"\n")
-    with open(marker, "w", encoding="utf-8") as writer:
+    with atomic_output(marker) as writer:
         writer.write(args.pretraining_text + "\n")
     train, heldout = os.path.join(work, "text", "train", "*.txt"), os.path.join(work, "text", "heldout", "*.txt")
     vocab = os.path.join(work, "vocab.txt")
