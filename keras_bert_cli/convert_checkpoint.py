@@ -2,13 +2,14 @@ r"""Converts a BERT model directory between formats, heads included.
 
     python convert_checkpoint.py --from=google|huggingface|keras_hub --to=google|huggingface|keras_hub \
         --input_dir=out/pretraining --output_dir=converted [--vocab_file=vocab.txt] \
-        [--model_type=pretrainer|classifier|squad|ner|multiple_choice|encoder]
+        [--model_type=pretrainer|masked_lm|classifier|squad|ner|multiple_choice|encoder]
 
 A `google` directory holds bert_config.json and bert_model.ckpt (Google's releases; run_pretraining's
 --output_dir); pass --vocab_file when it has no vocab.txt. A `huggingface` directory is what
 transformers' `from_pretrained` reads: config.json (with `architectures`), model.safetensors,
 vocab.txt, tokenizer_config.json. A `keras_hub` directory is a preset that keras-hub's
 `BertBackbone.from_preset` (and `BertMaskedLM` / `BertTextClassifier` for those heads) reads;
+masked_lm is transformers' `BertForMaskedLM` and keras-hub's `BertMaskedLM`;
 keras-hub has no next-sentence, SQuAD, NER or multiple-choice BERT class, so those heads stay behind.
 """
 
@@ -28,7 +29,7 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "model_type",
     None,
-    ["encoder", "pretrainer", "classifier", "squad", "ner", "multiple_choice"],
+    ["encoder", "pretrainer", "masked_lm", "classifier", "squad", "ner", "multiple_choice"],
     "The task model to write (default: the head the weights hold; encoder drops every head).",
 )
 flags.DEFINE_list("label_names", None, "classifier, ner: the labels (tags) in id order (config.json's id2label).")

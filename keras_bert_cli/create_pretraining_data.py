@@ -2,6 +2,8 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and 
 
     python tfrecord_tools/create_pretraining_data.py --input_file=corpus/*.txt \
         --output_file=out/train.tfrecord --vocab_file=vocab.txt --num_workers=8
+
+--nonext_sentence_prediction writes masked-LM-only records (RoBERTa's FULL-SENTENCES inputs).
 """
 
 from absl import flags, logging
@@ -35,6 +37,18 @@ flags.DEFINE_bool(
     False,
     "Write each instance once and unmasked; run_pretraining.py masks it anew every time it reads it "
     "(--dupe_factor defaults to 1 then).",
+)
+flags.DEFINE_bool(
+    "next_sentence_prediction",
+    True,
+    "Google's sentence pairs with next-sentence labels. --nonext_sentence_prediction writes masked-LM-only "
+    "records instead: RoBERTa's FULL-SENTENCES inputs (whole sentences packed up to --max_seq_length, one "
+    "segment, an extra [SEP] between documents), which run_pretraining.py trains without the NSP head.",
+)
+flags.DEFINE_bool(
+    "doc_sentences",
+    False,
+    "With --nonext_sentence_prediction: RoBERTa's DOC-SENTENCES, inputs that never cross a document's end.",
 )
 flags.DEFINE_integer(
     "num_output_shards",
@@ -76,6 +90,10 @@ def _options():
     for name in ("masked_lm_prob", "short_seq_prob"):
         if not 0 <= FLAGS[name].value <= 1 or (name == "masked_lm_prob" and not FLAGS[name].value):
             raise UsageError(f"--{name}={FLAGS[name].value}: must be a probability in (0, 1]")
+    if FLAGS.doc_sentences and FLAGS.next_sentence_prediction:
+        raise UsageError(
+            "--doc_sentences is an input format for masked-LM-only records; add --nonext_sentence_prediction"
+        )
     return PretrainingDataOptions(
         vocab_file=FLAGS.vocab_file,
         do_lower_case=FLAGS.do_lower_case,
@@ -89,6 +107,8 @@ def _options():
         num_workers=FLAGS.num_workers,
         unit_bytes=FLAGS.unit_bytes,
         dynamic_masking=FLAGS.dynamic_masking,
+        next_sentence_prediction=FLAGS.next_sentence_prediction,
+        doc_sentences=FLAGS.doc_sentences,
     )
 
 
@@ -137,7 +157,7 @@ def main(_):
         check_text_files(inputs, "--input_file")
         logging.info("reading %d input file(s), writing %d output file(s)", len(inputs), len(outputs))
         summary = create_pretraining_data(inputs, outputs, options, log=app.Log(), warn=app.Log.warning)
-    for line in summary.lines():
+    for line in summary.lines(options.next_sentence_prediction):
         logging.info(line)
     for path in outputs:
         logging.info("wrote %s", path)

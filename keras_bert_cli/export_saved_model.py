@@ -11,7 +11,7 @@ from absl import flags
 from keras_bert_cli import app
 from tfrecord_tools.errors import UsageError
 
-MODEL_TYPES = ["encoder", "pretrainer", "classifier", "regression", "squad", "ner", "multiple_choice"]
+MODEL_TYPES = ["encoder", "pretrainer", "masked_lm", "classifier", "regression", "squad", "ner", "multiple_choice"]
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the BERT model.")

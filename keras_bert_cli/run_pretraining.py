@@ -1,5 +1,5 @@
-r"""BERT pretraining (masked LM + next sentence) on tf.distribute: Google's flags, from one CPU to
-a TPU pod.
+r"""BERT pretraining (masked LM + next sentence, or the masked LM alone) on tf.distribute: Google's
+flags, from one CPU to a TPU pod.
 
     python run_pretraining.py --bert_config_file=bert_config.json --input_file=data/*.tfrecord \
         --output_dir=out --do_train --do_eval --train_batch_size=256 --num_train_steps=100000 \
@@ -27,6 +27,13 @@ flags.DEFINE_bool(
     "With --init_checkpoint of a previous phase (its --output_dir): "
     "continue its optimizer and step count too (--num_train_steps counts both phases); without, the "
     "optimizer restarts, as Google's --init_checkpoint.",
+)
+flags.DEFINE_bool(
+    "next_sentence_prediction",
+    None,
+    "Train the next-sentence head too. Default: when the records have next_sentence_labels (masked-LM-only "
+    "records from create_pretraining_data.py --nonext_sentence_prediction train the masked LM alone); "
+    "--nonext_sentence_prediction also drops it on Google's records.",
 )
 flags.DEFINE_float("masked_lm_prob", 0.15, "Dynamic masking (unmasked records): masked LM probability.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Dynamic masking (unmasked records): mask whole words.")

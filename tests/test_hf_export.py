@@ -81,6 +81,17 @@ def _model(task_name, config, **kwargs):
                 "cls.seq_relationship.bias": (2,),
             },
         ),
+        (
+            "masked_lm",
+            {},
+            {
+                "cls.predictions.transform.dense.weight": (32, 32),
+                "cls.predictions.transform.dense.bias": (32,),
+                "cls.predictions.transform.LayerNorm.weight": (32,),
+                "cls.predictions.transform.LayerNorm.bias": (32,),
+                "cls.predictions.bias": (99,),
+            },
+        ),
         ("classifier", {"label_names": ["a", "b", "c"]}, {"classifier.weight": (3, 32), "classifier.bias": (3,)}),
         ("squad", {}, {"qa_outputs.weight": (2, 32), "qa_outputs.bias": (2,)}),
         (

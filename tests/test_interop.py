@@ -63,6 +63,7 @@ MASKED = (2, 5)  # positions replaced by [MASK] in the pretrainer's inputs
 # name -> (our task, its options, transformers' Auto class, hidden_act, seed)
 MODELS = {
     "pretrainer": ("pretrainer", {}, "AutoModelForPreTraining", None, 1),
+    "masked_lm": ("masked_lm", {}, "AutoModelForMaskedLM", None, 6),
     "classifier": ("classifier", {"label_names": CLASSIFIER_LABELS}, "AutoModelForSequenceClassification", None, 2),
     "squad": ("squad", {}, "AutoModelForQuestionAnswering", None, 3),
     "ner": ("ner", {"label_names": NER_LABELS}, "AutoModelForTokenClassification", None, 4),
@@ -72,6 +73,7 @@ MODELS = {
 }
 ARCHITECTURES = {
     "pretrainer": "BertForPreTraining",
+    "masked_lm": "BertForMaskedLM",
     "classifier": "BertForSequenceClassification",
     "squad": "BertForQuestionAnswering",
     "ner": "BertForTokenClassification",
@@ -81,6 +83,7 @@ ARCHITECTURES = {
 COMPARISONS = [
     ("pretrainer", "masked_lm_logits", "prediction_logits", "tokens"),
     ("pretrainer", "next_sentence_logits", "seq_relationship_logits", "all"),
+    ("masked_lm", "masked_lm_logits", "logits", "tokens"),
     ("pretrainer_tanh", "masked_lm_logits", "prediction_logits", "tokens"),
     ("pretrainer_tanh", "next_sentence_logits", "seq_relationship_logits", "all"),
     ("classifier", "logits", "logits", "all"),
@@ -90,10 +93,11 @@ COMPARISONS = [
     ("multiple_choice", "logits", "logits", "all"),
 ]
 POOLED_HEADS = ("next_sentence/", "classifier/", "choice_score/")  # our layers on the pooled output
-NO_POOLER = ("BertForQuestionAnswering", "BertForTokenClassification")
+NO_POOLER = ("BertForQuestionAnswering", "BertForTokenClassification", "BertForMaskedLM")
 POOLER = ["bert.pooler.dense.bias", "bert.pooler.dense.weight"]
 TRANSFORMERS_OUTPUTS = {
     "pretrainer": ["prediction_logits", "seq_relationship_logits"],
+    "masked_lm": ["logits"],
     "classifier": ["logits"],
     "squad": ["start_logits", "end_logits"],
     "ner": ["logits"],
@@ -145,6 +149,7 @@ def _inputs(tokenizer):
     unfolded = {name: value.reshape(len(CHOICES), NUM_CHOICES, -1) for name, value in folded.items()}
     inputs = {
         "pretrainer": pretraining,
+        "masked_lm": pretraining,
         "classifier": paired,
         "squad": paired,
         "ner": _pad(single),
@@ -281,7 +286,7 @@ def test_transformers_loads_every_weight_into_the_named_class(interop, name):
     assert config["architectures"] == [architecture]
     assert model_report["class"] == architecture  # the Auto class picked what config.json names
     info = model_report["loading_info"]
-    # transformers' span and token heads have no pooler (add_pooling_layer=False): it skips ours,
+    # transformers' span, token and masked-LM heads have no pooler (add_pooling_layer=False): it skips ours,
     # which the export keeps so that ours -> Hugging Face -> ours stays lossless. Nothing else.
     unused = POOLER if architecture in NO_POOLER else []
     assert info == {"missing_keys": [], "unexpected_keys": unused, "mismatched_keys": [], "error_msgs": []}
@@ -289,7 +294,7 @@ def test_transformers_loads_every_weight_into_the_named_class(interop, name):
     labels = MODELS[name][1].get("label_names")
     if labels:
         assert model_report["id2label"] == {str(index): label for index, label in enumerate(labels)}
-    if MODELS[name][0] == "pretrainer":
+    if MODELS[name][0] in ("pretrainer", "masked_lm"):
         assert model_report["decoder_tied"] is True
 
 

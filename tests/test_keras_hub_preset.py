@@ -69,13 +69,14 @@ def _keras_hub_model(task_name, config):
     backbone = keras_hub.models.BertBackbone(**bert_config_to_backbone_kwargs(config))
     if task_name == "encoder":
         return backbone
-    if task_name == "pretrainer":
+    if task_name in ("pretrainer", "masked_lm"):
         return keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     return keras_hub.models.BertTextClassifier(backbone, num_classes=3, preprocessor=None)
 
 
 @pytest.mark.parametrize(
-    "task_name, kwargs", [("encoder", {}), ("pretrainer", {}), ("classifier", {"label_names": ["a", "b", "c"]})]
+    "task_name, kwargs",
+    [("encoder", {}), ("pretrainer", {}), ("masked_lm", {}), ("classifier", {"label_names": ["a", "b", "c"]})],
 )
 def test_every_weight_is_named_once_and_the_round_trip_is_exact(task_name, kwargs):
     config = tiny_bert_config(99)
@@ -147,7 +148,7 @@ def test_keras_hub_loads_our_presets_and_computes_our_outputs(tmp_path):
     np.testing.assert_allclose(logits, expected, atol=1e-4)
 
 
-@pytest.mark.parametrize("task_name", ["encoder", "classifier"])
+@pytest.mark.parametrize("task_name", ["encoder", "masked_lm", "classifier"])
 def test_a_preset_reads_back_bit_identical(tmp_path, task_name):
     config = tiny_bert_config(99)
     kwargs = {"label_names": ["x", "y"]} if task_name == "classifier" else {}

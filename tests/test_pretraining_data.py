@@ -300,3 +300,110 @@ def test_more_prediction_slots_than_tokens_pad_the_rest(corpus, tmp_path, whole_
     assert np.array_equal(rows["masked_lm_weights"].sum(1), np.minimum(40, np.maximum(1, np.round(lengths * 0.15))))
     real = rows["masked_lm_weights"] > 0
     assert (rows["masked_lm_positions"][real] < 16).all() and not rows["masked_lm_positions"][~real].any()
+
+
+def _unmasked(data, row):
+    """A masked instance's original ids and length."""
+    count = int(data["masked_lm_weights"][row].sum())
+    original = data["input_ids"][row].copy()
+    original[data["masked_lm_positions"][row][:count]] = data["masked_lm_ids"][row][:count]
+    return original, int(data["input_mask"][row].sum())
+
+
+@pytest.mark.parametrize("doc_sentences", [False, True])
+def test_masked_lm_only_records_pack_whole_sentences_in_one_segment(corpus, tmp_path, doc_sentences):
+    """--nonext_sentence_prediction: RoBERTa's FULL-SENTENCES (DOC-SENTENCES) inputs. Checked on
+    the corpus whose every token tells its document and place: every word of the corpus is in
+    exactly one input (dupe_factor 1); an input is [CLS], contiguous runs of one document each, an
+    extra [SEP] between two runs (only where the first run ends its document and the next starts
+    its own), [SEP]; one segment; no next_sentence_labels."""
+    root, position = corpus
+    sentence_starts, document_ends, document_lengths = set(), set(), collections.Counter()
+    for token, (doc, place) in position.items():
+        document_lengths[doc] += 1
+    words = (root / "corpus.txt").read_text().split("\n")
+    place = 0
+    for line in words:
+        if line:
+            sentence_starts.add(place)
+            place += len(line.split())
+    for doc in document_lengths:
+        document_ends.add(max(p for d, p in position.values() if d == doc))
+    document_starts = {min(p for d, p in position.values() if d == doc) for doc in document_lengths}
+    output = str(tmp_path / "mlm.tfrecord")
+    options = _options(
+        root, dupe_factor=1, short_seq_prob=0.0, next_sentence_prediction=False, doc_sentences=doc_sentences
+    )
+    summary = create_pretraining_data([str(root / "corpus.txt")], [output], options)
+    record = next(iter(tf.data.TFRecordDataset(output))).numpy()
+    assert "next_sentence_labels" not in tf.train.Example.FromString(record).features.feature
+    rows = feature_specs.read_tfrecord(output, feature_specs.pretraining_spec(MAX_SEQ, MAX_PRED, False))
+    assert len(rows["input_ids"]) == summary.instances and summary.random_next == 0
+    assert not rows["segment_ids"].any()
+    seen = collections.Counter()
+    cls, sep = 2, 3
+    for row in range(summary.instances):
+        original, length = _unmasked(rows, row)
+        assert original[0] == cls and original[length - 1] == sep and length <= MAX_SEQ
+        runs, run = [], []
+        for token in original[1 : length - 1]:
+            if token == sep:
+                runs.append(run)
+                run = []
+            else:
+                run.append(position[int(token)])
+        runs.append(run)
+        assert all(runs), "never an empty run: no [SEP] [SEP], none after [CLS] or before the last [SEP]"
+        if doc_sentences:
+            assert len(runs) == 1
+        assert position[int(original[1])][1] in sentence_starts, "an input begins at a sentence's start"
+        for number, run in enumerate(runs):
+            docs = {doc for doc, _ in run}
+            places = [place for _, place in run]
+            assert len(docs) == 1 and places == list(range(places[0], places[0] + len(places)))
+            if number < len(runs) - 1:
+                assert places[-1] in document_ends and runs[number + 1][0][1] in document_starts
+            seen.update(places)
+    # Every word exactly once: no gaps, no repeats (one pass, one unit).
+    assert seen == collections.Counter(range(len(position)))
+    lengths = rows["input_mask"].sum(1)
+    if not doc_sentences:  # inputs are full: only the unit's last may be short
+        assert (lengths >= MAX_SEQ - 8).sum() >= summary.instances - 1
+
+
+def test_one_segment_spans_follow_the_packing_rule():
+    """The span builder on hand-made elements (start, stop, kind: 0 sentence, 1 a document's last,
+    2 separator), against spans worked out by hand: target 8 tokens ([CLS] and [SEP] aside)."""
+    import random
+
+    maker = PretrainingInstanceMaker(50, 2, 3, 4, [], max_seq_length=10, short_seq_prob=0.0)
+    maker.next_sentence_prediction = False
+    # doc A: sentences of 3, 4, 2 tokens (0-9); separator 9; doc B: 12 tokens (10-22); sep 22; doc C: 5, 2 (23-30)
+    elements = [(0, 3, 0), (3, 7, 0), (7, 9, 1), (9, 10, 2), (10, 22, 1), (22, 23, 2), (23, 28, 0), (28, 30, 1)]
+    spans = maker._one_segment_spans(elements, random.Random(0))
+    # [0,7) fits 8 with 7 tokens; adding 2 more makes 9 > 8. Then [7,9) + sep + B's 12 does not fit:
+    # [7,9) alone; B longer than an input: [10,18), then [18,22) + sep + C's 5 = 10 > 8; [18,22) then [23,30).
+    assert spans == [(0, 7), (7, 9), (10, 18), (18, 22), (23, 30)]
+    maker.doc_sentences = True
+    spans = maker._one_segment_spans([e for e in elements if e[2] != 2], random.Random(0))
+    assert spans == [(0, 7), (7, 9), (10, 18), (18, 22), (23, 30)]
+    # Short sentences cross documents with the separator inside.
+    short = [(0, 2, 1), (2, 3, 2), (3, 6, 1), (6, 7, 2), (7, 9, 1)]
+    maker.doc_sentences = False
+    assert maker._one_segment_spans(short, random.Random(0)) == [(0, 6), (7, 9)]
+
+
+@pytest.mark.parametrize("dynamic, whole_word", [(False, True), (True, False)])
+def test_masked_lm_only_records_same_bytes_for_any_worker_count(corpus, tmp_path, dynamic, whole_word):
+    root, _ = corpus
+    inputs = [str(root / "corpus.txt")]
+    common = dict(
+        unit_bytes=300, next_sentence_prediction=False, dynamic_masking=dynamic, do_whole_word_mask=whole_word
+    )
+    one, two = str(tmp_path / "one.tfrecord"), str(tmp_path / "two.tfrecord")
+    create_pretraining_data(inputs, [one], _options(root, **common))
+    create_pretraining_data(inputs, [two], _options(root, num_workers=2, **common))
+    assert open(one, "rb").read() == open(two, "rb").read()
+    names = feature_specs.detect_feature_names(one)
+    assert not feature_specs.has_next_sentence_labels(names)
+    assert feature_specs.is_dynamic_pretraining(names) == dynamic

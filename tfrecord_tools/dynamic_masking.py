@@ -108,14 +108,16 @@ def masker(vocab_size, max_predictions_per_seq, masked_lm_prob=0.15, do_whole_wo
         padding = [[0, predictions - count]]
         # Static shapes, as the static records have (and TPUs need).
         sequence, slots = [features["input_ids"].shape[0]], [predictions]
-        return {
+        static = {
             "input_ids": tf.ensure_shape(tf.pad(tf.cast(masked, tf.int32), [[0, width - length]]), sequence),
             "input_mask": tf.cast(features["input_mask"], tf.int32),
             "segment_ids": tf.cast(features["segment_ids"], tf.int32),
             "masked_lm_positions": tf.ensure_shape(tf.pad(tf.cast(positions, tf.int32), padding), slots),
             "masked_lm_ids": tf.ensure_shape(tf.pad(tf.cast(labels, tf.int32), padding), slots),
             "masked_lm_weights": tf.ensure_shape(tf.pad(tf.ones([count], tf.float32), padding), slots),
-            "next_sentence_labels": tf.cast(features["next_sentence_labels"], tf.int32),
         }
+        if "next_sentence_labels" in features:  # masked-LM-only records have none
+            static["next_sentence_labels"] = tf.cast(features["next_sentence_labels"], tf.int32)
+        return static
 
     return mask

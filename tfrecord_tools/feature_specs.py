@@ -35,38 +35,53 @@ def input_spec(max_seq_length):
     }
 
 
-def pretraining_spec(max_seq_length, max_predictions_per_seq):
-    """Google's run_pretraining.py / create_pretraining_data.py schema."""
-    return {
+# The next-sentence label of a pretraining instance: absent from masked-LM-only records.
+NEXT_SENTENCE_LABELS = "next_sentence_labels"
+
+
+def pretraining_spec(max_seq_length, max_predictions_per_seq, next_sentence_prediction=True):
+    """Google's run_pretraining.py / create_pretraining_data.py schema; without
+    `next_sentence_labels` for masked-LM-only records (create_pretraining_data.py
+    --next_sentence_prediction=false: RoBERTa's inputs, one segment)."""
+    spec = {
         "input_ids": _ints(max_seq_length),
         "input_mask": _ints(max_seq_length),
         "segment_ids": _ints(max_seq_length),
         "masked_lm_positions": _ints(max_predictions_per_seq),
         "masked_lm_ids": _ints(max_predictions_per_seq),
         "masked_lm_weights": _floats(max_predictions_per_seq),
-        "next_sentence_labels": _ints(1),
     }
+    if next_sentence_prediction:
+        spec[NEXT_SENTENCE_LABELS] = _ints(1)
+    return spec
 
 
-def dynamic_pretraining_spec(max_seq_length):
+def dynamic_pretraining_spec(max_seq_length, next_sentence_prediction=True):
     """create_pretraining_data.py --dynamic_masking: each instance once and unmasked. The training
     input pipeline masks it anew each time it is read (`dynamic_masking`) and hands the model
     `pretraining_spec`'s features. `mlm_candidates` is 0 where no mask may go ([CLS], [SEP],
     padding), 1 on the first piece of a word and 2 on its later pieces (whole-word masking);
     `mask_token_id` is the vocabulary's [MASK] id, which run_pretraining has no other way to know."""
-    return {
+    spec = {
         "input_ids": _ints(max_seq_length),
         "input_mask": _ints(max_seq_length),
         "segment_ids": _ints(max_seq_length),
-        "next_sentence_labels": _ints(1),
         "mlm_candidates": _ints(max_seq_length),
         "mask_token_id": _ints(1),
     }
+    if next_sentence_prediction:
+        spec[NEXT_SENTENCE_LABELS] = _ints(1)
+    return spec
 
 
 def is_dynamic_pretraining(feature_names):
     """Whether records with these feature names are unmasked (dynamic masking) ones."""
     return "mlm_candidates" in feature_names
+
+
+def has_next_sentence_labels(feature_names):
+    """Whether pretraining records with these feature names carry next-sentence labels."""
+    return NEXT_SENTENCE_LABELS in feature_names
 
 
 def classification_spec(max_seq_length, is_regression=False):

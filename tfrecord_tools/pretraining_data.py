@@ -42,6 +42,9 @@ class PretrainingDataOptions:
     num_workers: int = 1
     unit_bytes: int = DEFAULT_UNIT_BYTES
     dynamic_masking: bool = False
+    # False: masked-LM-only records, RoBERTa's FULL-SENTENCES inputs (DOC-SENTENCES with doc_sentences).
+    next_sentence_prediction: bool = True
+    doc_sentences: bool = False
 
 
 @dataclasses.dataclass
@@ -60,17 +63,21 @@ class Summary:
         for field in dataclasses.fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
-    def lines(self):
+    def lines(self, next_sentence_prediction=True):
         instances = max(self.instances, 1)
         masked = f"{self.masked_tokens / max(self.tokens, 1):.4f}" if self.masked_tokens else "none (dynamic masking)"
-        return [
+        lines = [
             f"documents: {self.documents} in {self.units} units of text "
             f"(skipped: {self.empty_documents} empty, {self.bad_lines} lines not UTF-8)",
             f"instances: {self.instances}",
             f"tokens: {self.tokens} (mean length {self.tokens / instances:.1f})",
             f"masked fraction: {masked}",
-            f"random-next share: {self.random_next / instances:.4f}",
         ]
+        if next_sentence_prediction:
+            lines.append(f"random-next share: {self.random_next / instances:.4f}")
+        else:
+            lines.append("next-sentence labels: none (masked LM only, one segment)")
+        return lines
 
 
 class UnitMaker:
@@ -97,11 +104,15 @@ class UnitMaker:
             masked_lm_prob=options.masked_lm_prob,
             short_seq_prob=options.short_seq_prob,
             do_whole_word_mask=options.do_whole_word_mask,
+            next_sentence_prediction=options.next_sentence_prediction,
+            doc_sentences=options.doc_sentences,
         )
         if options.dynamic_masking:
-            self.spec = feature_specs.dynamic_pretraining_spec(options.max_seq_length)
+            self.spec = feature_specs.dynamic_pretraining_spec(options.max_seq_length, options.next_sentence_prediction)
         else:
-            self.spec = feature_specs.pretraining_spec(options.max_seq_length, options.max_predictions_per_seq)
+            self.spec = feature_specs.pretraining_spec(
+                options.max_seq_length, options.max_predictions_per_seq, options.next_sentence_prediction
+            )
         self._to_bytes = feature_specs.examples_to_bytes
         self._documents_of = documents_of
 
@@ -121,7 +132,9 @@ class UnitMaker:
             records.extend(self._to_bytes(features, self.spec))
             summary.tokens += int(features["input_mask"].sum())
             summary.masked_tokens += int(features["masked_lm_weights"].sum()) if "masked_lm_weights" in features else 0
-            summary.random_next += int(features["next_sentence_labels"].sum())
+            summary.random_next += (
+                int(features["next_sentence_labels"].sum()) if "next_sentence_labels" in features else 0
+            )
         summary.instances = len(records)
         return records, summary
 

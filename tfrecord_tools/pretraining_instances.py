@@ -1,12 +1,23 @@
-"""`PretrainingInstanceMaker`: Google's create_pretraining_data.py algorithm on token ids.
+"""`PretrainingInstanceMaker`: Google's create_pretraining_data.py algorithm on token ids, and
+RoBERTa's inputs for masked-LM-only pretraining.
 
-The same semantics as Google's: NSP pairs with a random document 50% of the time (label 1),
-short target lengths with probability `short_seq_prob`, random front/back truncation of the longer
-segment, `min(max_predictions, max(1, round(len * masked_lm_prob)))` masks never on [CLS]/[SEP],
-80% [MASK] / 10% random token / 10% unchanged, whole-word masking over `##` pieces.
+With next-sentence prediction (Google's default), the same semantics as Google's: NSP pairs with a
+random document 50% of the time (label 1), short target lengths with probability `short_seq_prob`,
+random front/back truncation of the longer segment, `min(max_predictions, max(1, round(len *
+masked_lm_prob)))` masks never on [CLS]/[SEP], 80% [MASK] / 10% random token / 10% unchanged,
+whole-word masking over `##` pieces.
 
 One difference, for memory bounded by the shard: the random next segment comes from another
 document of the same unit of documents (see `create_pretraining_data.py`), not the whole corpus.
+
+Without it (`next_sentence_prediction=False`), RoBERTa's FULL-SENTENCES inputs (Liu et al. 2019,
+section 4.2): `[CLS]` then whole sentences taken contiguously until the next would not fit, crossing
+document boundaries with an extra `[SEP]` between two documents, then `[SEP]`; one segment
+(`segment_ids` all 0) and no `next_sentence_labels`. `doc_sentences=True` gives DOC-SENTENCES: an
+input never crosses a document's end. The masking rules are the same; a sentence longer than an
+input is cut into input-sized pieces; `short_seq_prob` shortens the target length of an input as
+it does a pair's. Inputs cross documents only within a unit, so the output does not depend on the
+number of workers either.
 """
 
 import random
@@ -31,6 +42,8 @@ class PretrainingInstanceMaker:
         masked_lm_prob=0.15,
         short_seq_prob=0.1,
         do_whole_word_mask=False,
+        next_sentence_prediction=True,
+        doc_sentences=False,
     ):
         self.vocab_size = vocab_size
         self.cls_id, self.sep_id, self.mask_id = cls_id, sep_id, mask_id
@@ -41,6 +54,10 @@ class PretrainingInstanceMaker:
         self.masked_lm_prob = masked_lm_prob
         self.short_seq_prob = short_seq_prob
         self.do_whole_word_mask = do_whole_word_mask
+        if doc_sentences and next_sentence_prediction:
+            raise ValueError("doc_sentences is an input format without next-sentence prediction")
+        self.next_sentence_prediction = next_sentence_prediction
+        self.doc_sentences = doc_sentences
 
     def instances_from_documents(self, flat_ids, documents, seed, unit_index, dupe_factor, masked=True):
         """All instances of one unit's documents, `dupe_factor` passes, shuffled as Google does.
@@ -52,7 +69,8 @@ class PretrainingInstanceMaker:
 
         Returns Google's features as numpy arrays, one row per instance: `input_ids`,
         `input_mask`, `segment_ids` [N, max_seq_length], `masked_lm_positions`, `masked_lm_ids`,
-        `masked_lm_weights` [N, max_predictions_per_seq], `next_sentence_labels` [N, 1]. With
+        `masked_lm_weights` [N, max_predictions_per_seq], `next_sentence_labels` [N, 1] (with
+        next-sentence prediction only). With
         `masked=False` (dynamic masking) the ids stay unmasked and `mlm_candidates` [N, T] and
         `mask_token_id` [N, 1] replace the masked-LM features (see `feature_specs`).
         """
@@ -65,17 +83,85 @@ class PretrainingInstanceMaker:
         rng = random.Random(seed * 1_000_003 + unit_index)
         documents = [document for document in documents if len(document[1]) > 1]
         rng.shuffle(documents)
+        flat_ids = np.asarray(flat_ids, np.int64)
         spans = []
-        for _ in range(dupe_factor):
-            for index in range(len(documents)):
-                spans.extend(self._instances_from_document(documents, index, rng))
+        if self.next_sentence_prediction:
+            for _ in range(dupe_factor):
+                for index in range(len(documents)):
+                    spans.extend(self._instances_from_document(documents, index, rng))
+
+            def pack(chunk):
+                return self._pack(flat_ids, chunk)
+
+        else:
+            stream_ids, elements = self._stream(flat_ids, documents)
+            for _ in range(dupe_factor):
+                spans.extend(self._one_segment_spans(elements, rng))
+
+            def pack(chunk):
+                return self._pack_one_segment(stream_ids, chunk)
+
         rng.shuffle(spans)
         np_rng = np.random.default_rng([seed, unit_index])
-        flat_ids = np.asarray(flat_ids, np.int64)
         # Chunks keep the working arrays in cache: several times faster on large units.
         make = self._features if masked else self._unmasked_features
         for i in range(0, max(len(spans), 1), _CHUNK):
-            yield make(flat_ids, spans[i : i + _CHUNK], np_rng)
+            yield make(pack(spans[i : i + _CHUNK]), np_rng)
+
+    def _target_length(self, rng):
+        """Google's target: the most tokens an input holds, or with `short_seq_prob` a random shorter one."""
+        max_num_tokens = self.max_seq_length - (3 if self.next_sentence_prediction else 2)
+        if rng.random() < self.short_seq_prob:
+            return _randint(rng, 2, max_num_tokens)
+        return max_num_tokens
+
+    def _stream(self, flat_ids, documents):
+        """The unit's documents (in their shuffled order) as one stream of ids, `[SEP]` between two
+        documents unless `doc_sentences`; and its elements (start, stop, kind) in stream order,
+        kind 0 a sentence, 1 the last sentence of a document, 2 a separator."""
+        pieces, elements, position = [], [], 0
+        for number, (start, offsets) in enumerate(documents):
+            if number and not self.doc_sentences:
+                pieces.append(np.asarray([self.sep_id], np.int64))
+                elements.append((position, position + 1, 2))
+                position += 1
+            pieces.append(flat_ids[start : start + offsets[-1]])
+            for s in range(len(offsets) - 1):
+                kind = 1 if s == len(offsets) - 2 else 0
+                elements.append((position + offsets[s], position + offsets[s + 1], kind))
+            position += offsets[-1]
+        stream_ids = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+        return stream_ids, elements
+
+    def _one_segment_spans(self, elements, rng):
+        """FULL-SENTENCES (or DOC-SENTENCES) inputs as (start, stop) spans of the stream: whole
+        sentences while the next fits the target length; an input never begins or ends with a
+        document separator, and with `doc_sentences` it ends at a document's end."""
+        spans = []
+        target = self._target_length(rng)
+        begin = end = None  # the open input: stream[begin:end]
+        for start, stop, kind in elements:
+            if kind == 2:  # a separator joins the open input only if a sentence follows it
+                continue
+            if begin is None:
+                begin = end = start
+            if stop - begin > target:
+                if end > begin:
+                    spans.append((begin, end))
+                    target = self._target_length(rng)
+                begin = start
+                while stop - begin > target:  # a sentence longer than an input: input-sized pieces
+                    spans.append((begin, begin + target))
+                    begin += target
+                    target = self._target_length(rng)
+            end = stop
+            if kind == 1 and self.doc_sentences:
+                spans.append((begin, end))
+                target = self._target_length(rng)
+                begin = end = None
+        if begin is not None and end > begin:
+            spans.append((begin, end))
+        return spans
 
     def _instances_from_document(self, documents, document_index, rng):
         """Google's loop over one document's sentences, on lengths: each instance is
@@ -181,6 +267,24 @@ class PretrainingInstanceMaker:
         labels = spans[:, 4:5].copy()
         return input_ids, input_mask, segment_ids, lengths, is_candidate, labels
 
+    def _pack_one_segment(self, stream_ids, spans):
+        """[CLS] span [SEP], vectorised, as `_pack` returns it (`segment_ids` 0, labels None);
+        separators inside a span are the stream's own [SEP] ids between documents."""
+        length = self.max_seq_length
+        spans = np.asarray(spans, np.int64).reshape(-1, 2)
+        start, size = spans[:, 0:1], spans[:, 1:2] - spans[:, 0:1]
+        lengths = size[:, 0] + 2
+        columns = np.arange(length)[None, :]
+        inside = (columns >= 1) & (columns <= size)
+        index = np.where(inside, start + columns - 1, 0)
+        input_ids = np.where(inside, stream_ids[index] if stream_ids.size else 0, 0)
+        input_ids[:, 0] = self.cls_id
+        input_ids[np.arange(len(spans)), lengths - 1] = self.sep_id
+        input_mask = (columns < lengths[:, None]).astype(np.int64)
+        segment_ids = np.zeros_like(input_mask)
+        is_candidate = inside & (input_ids != self.cls_id) & (input_ids != self.sep_id)
+        return input_ids, input_mask, segment_ids, lengths, is_candidate, None
+
     def _word_starts(self, input_ids, is_candidate):
         """A word starts at every candidate that is not a ## piece following another candidate. A
         ## piece right after [CLS] or [SEP] (its start truncated away) is a word of its own;
@@ -189,24 +293,26 @@ class PretrainingInstanceMaker:
         follows_candidate[:, 1:] = is_candidate[:, :-1]
         return is_candidate & ~(self.is_continuation[input_ids] & follows_candidate)
 
-    def _unmasked_features(self, flat_ids, spans, np_rng):
+    def _unmasked_features(self, packed, np_rng):
         """For dynamic masking: the packed ids unmasked, and per token 0 (never masked: [CLS],
         [SEP], padding), 1 (the first piece of a word) or 2 (a later piece of that word)."""
-        input_ids, input_mask, segment_ids, _, is_candidate, labels = self._pack(flat_ids, spans)
+        input_ids, input_mask, segment_ids, _, is_candidate, labels = packed
         starts = self._word_starts(input_ids, is_candidate)
-        return {
+        features = {
             "input_ids": input_ids,
             "input_mask": input_mask,
             "segment_ids": segment_ids,
-            "next_sentence_labels": labels,
             "mlm_candidates": np.where(starts, 1, np.where(is_candidate, 2, 0)).astype(np.int64),
-            "mask_token_id": np.full((len(labels), 1), self.mask_id, np.int64),
+            "mask_token_id": np.full((len(input_ids), 1), self.mask_id, np.int64),
         }
+        if labels is not None:
+            features["next_sentence_labels"] = labels
+        return features
 
-    def _features(self, flat_ids, spans, np_rng):
-        """Packs [CLS] A [SEP] B [SEP] and masks, vectorised over all instances of a unit."""
+    def _features(self, packed, np_rng):
+        """Masks packed instances (`_pack` or `_pack_one_segment`), vectorised over a chunk of a unit."""
         length, predictions = self.max_seq_length, self.max_predictions_per_seq
-        input_ids, input_mask, segment_ids, lengths, is_candidate, next_sentence_labels = self._pack(flat_ids, spans)
+        input_ids, input_mask, segment_ids, lengths, is_candidate, next_sentence_labels = packed
         count = len(lengths)
         # Python's round() (half to even) as in Google's code; np.round agrees.
         num_to_predict = np.minimum(predictions, np.maximum(1, np.round(lengths * self.masked_lm_prob)))
@@ -236,15 +342,17 @@ class PretrainingInstanceMaker:
         replacement = np.where(first < 0.8, self.mask_id, np.where(second < 0.5, labels, random_tokens))
         masked_ids = input_ids.copy()
         masked_ids[rows, positions] = np.where(valid, replacement, input_ids[rows, positions])
-        return {
+        features = {
             "input_ids": masked_ids,
             "input_mask": input_mask,
             "segment_ids": segment_ids,
             "masked_lm_positions": positions,
             "masked_lm_ids": labels,
             "masked_lm_weights": valid.astype(np.float32),
-            "next_sentence_labels": next_sentence_labels,
         }
+        if next_sentence_labels is not None:
+            features["next_sentence_labels"] = next_sentence_labels
+        return features
 
     def _whole_word_positions(self, input_ids, is_candidate, num_to_predict, np_rng):
         """Google's whole-word rule: words in random order; a word that would overshoot the

@@ -268,6 +268,10 @@ ARCHITECTURES = {
         "BertForPreTraining",
         tuple(google for _, google, _ in HEAD_ROWS if google.startswith(("cls/predictions/", "cls/seq_relationship/"))),
     ),
+    "masked_lm": (
+        "BertForMaskedLM",
+        tuple(google for _, google, _ in HEAD_ROWS if google.startswith("cls/predictions/")),
+    ),
     "classifier": ("BertForSequenceClassification", ("output_weights", "output_bias")),
     "squad": ("BertForQuestionAnswering", ("cls/squad/output_weights", "cls/squad/output_bias")),
     "ner": ("BertForTokenClassification", ("cls/ner/output_weights", "cls/ner/output_bias")),

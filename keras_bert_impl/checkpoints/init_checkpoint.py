@@ -158,6 +158,20 @@ def initialize_from_checkpoint(model, path):
         ) from None
     except ValueError as error:
         raise CheckpointMismatchError(f"{prefix}: {error}; use the bert_config.json it was trained with") from None
-    # Heads of the source (MLM/NSP) come too where the checkpoint has them.
-    tf.train.Checkpoint(model=source).restore(prefix).expect_partial()
-    return assign_google_weights(model, google_weights(source), source=prefix)
+    # Heads of the source (MLM/NSP) come too where the checkpoint has them; a head it lacks (the
+    # NSP head of a masked-LM-only run) is not handed over, so it is neither loaded nor reported.
+    missing = []
+    for attribute, google_prefix in _SOURCE_HEADS:
+        status = tf.train.Checkpoint(model=tf.train.Checkpoint(**{attribute: getattr(source, attribute)})).restore(
+            prefix
+        )
+        try:
+            status.expect_partial().assert_existing_objects_matched()
+        except AssertionError:
+            missing.append(google_prefix)
+    weights = {name: value for name, value in google_weights(source).items() if not name.startswith(tuple(missing))}
+    return assign_google_weights(model, weights, source=prefix)
+
+
+# The pretrainer's heads, as attributes of our models and prefixes of Google's names.
+_SOURCE_HEADS = (("masked_lm", "cls/predictions/"), ("next_sentence", "cls/seq_relationship/"))

@@ -24,7 +24,15 @@ from tfrecord_tools.errors import UsageError
 
 KERAS_HUB_VERSION = "0.32.0"
 # Our model types -> the keras-hub class whose preset holds them.
-TASK_CLASSES = {"encoder": "BertBackbone", "pretrainer": "BertMaskedLM", "classifier": "BertTextClassifier"}
+# keras-hub's BertMaskedLM is our masked_lm; a pretrainer goes to it without its next-sentence head.
+TASK_CLASSES = {
+    "encoder": "BertBackbone",
+    "masked_lm": "BertMaskedLM",
+    "pretrainer": "BertMaskedLM",
+    "classifier": "BertTextClassifier",
+}
+# The other way: what each keras-hub class reads back as.
+MODEL_TYPES = {"BertBackbone": "encoder", "BertMaskedLM": "masked_lm", "BertTextClassifier": "classifier"}
 
 # (keras-hub path, Google name, layout): `{i}` a layer, `{qkv}` query/key/value. Layouts:
 # "same"; "heads_in" [H, H] <-> [H, N, D]; "heads_bias" [H] <-> [N, D]; "heads_out" [H, H] <->
@@ -82,14 +90,16 @@ ENCODER_ROWS = (
     ("pooled_dense/kernel", "bert/pooler/dense/kernel", "same"),
     ("pooled_dense/bias", "bert/pooler/dense/bias", "same"),
 )
+_MLM_HEAD_ROWS = (
+    ("mlm_head/intermediate_dense/kernel", "cls/predictions/transform/dense/kernel", "same"),
+    ("mlm_head/intermediate_dense/bias", "cls/predictions/transform/dense/bias", "same"),
+    ("mlm_head/intermediate_layer_norm/gamma", "cls/predictions/transform/LayerNorm/gamma", "same"),
+    ("mlm_head/intermediate_layer_norm/beta", "cls/predictions/transform/LayerNorm/beta", "same"),
+    ("mlm_head/output_bias", "cls/predictions/output_bias", "same"),
+)
 HEAD_ROWS = {
-    "pretrainer": (
-        ("mlm_head/intermediate_dense/kernel", "cls/predictions/transform/dense/kernel", "same"),
-        ("mlm_head/intermediate_dense/bias", "cls/predictions/transform/dense/bias", "same"),
-        ("mlm_head/intermediate_layer_norm/gamma", "cls/predictions/transform/LayerNorm/gamma", "same"),
-        ("mlm_head/intermediate_layer_norm/beta", "cls/predictions/transform/LayerNorm/beta", "same"),
-        ("mlm_head/output_bias", "cls/predictions/output_bias", "same"),
-    ),
+    "masked_lm": _MLM_HEAD_ROWS,
+    "pretrainer": _MLM_HEAD_ROWS,
     "classifier": (
         ("logits/kernel", "output_weights", "transposed"),
         ("logits/bias", "output_bias", "same"),
@@ -221,7 +231,7 @@ def write_keras_hub_preset(
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=do_lower_case)
     if model_type == "encoder":
         model = backbone
-    elif model_type == "pretrainer":
+    elif model_type in ("masked_lm", "pretrainer"):
         preprocessor = keras_hub.models.BertMaskedLMPreprocessor(
             tokenizer, sequence_length=config.max_position_embeddings
         )
@@ -267,10 +277,9 @@ def load_keras_hub_preset(directory):
     if os.path.isfile(task_path):
         with open(task_path, encoding="utf-8") as reader:
             task_class = json.load(reader).get("class_name")
-        by_class = {name: kind for kind, name in TASK_CLASSES.items()}
-        if task_class not in by_class:
-            raise UsageError(f"{task_path}: a {task_class}; we read {', '.join(TASK_CLASSES.values())}")
-        model_type = by_class[task_class]
+        if task_class not in MODEL_TYPES:
+            raise UsageError(f"{task_path}: a {task_class}; we read {', '.join(MODEL_TYPES)}")
+        model_type = MODEL_TYPES[task_class]
     keras_hub = _keras_hub()
     model_class = getattr(keras_hub.models, TASK_CLASSES[model_type])
     model = model_class.from_preset(directory, **({"preprocessor": None} if model_type != "encoder" else {}))

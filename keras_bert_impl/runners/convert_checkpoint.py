@@ -4,7 +4,7 @@ Formats: `google` (bert_config.json + bert_model.ckpt, as Google's releases and 
 --output_dir; or a fine-tuning runner's --output_dir with --bert_config_file, whose newest ckpt-N
 is read into its task model, named by meta.json or --model_type), `huggingface` (config.json +
 model.safetensors + vocab.txt + tokenizer_config.json, what transformers' `from_pretrained` reads)
-and `keras_hub` (a preset directory of BertBackbone, BertMaskedLM or BertTextClassifier, written and
+and `keras_hub` (a preset directory of BertBackbone, BertMaskedLM (our masked_lm) or BertTextClassifier, written and
 read by keras-hub itself).
 Every direction goes through Google's names: one table per format maps onto them.
 """
@@ -23,7 +23,8 @@ _HEAD_OF = (
     ("cls/squad/", "squad"),
     ("cls/ner/", "ner"),
     ("cls/multiple_choice/", "multiple_choice"),
-    ("cls/predictions/", "pretrainer"),
+    ("cls/seq_relationship/", "pretrainer"),
+    ("cls/predictions/", "masked_lm"),
     ("output_weights", "classifier"),
 )
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
-from keras_bert_impl.tasks.pretraining import PretrainingTask
+from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
 from keras_bert_impl.training.bucketing import training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
@@ -29,7 +29,7 @@ class PretrainingData:
         if self.dynamic:
             if not 0 < options.masked_lm_prob <= 1:
                 raise UsageError(f"--masked_lm_prob={options.masked_lm_prob}: must be a probability in (0, 1]")
-            self.spec = feature_specs.dynamic_pretraining_spec(options.max_seq_length)
+            self.spec = feature_specs.dynamic_pretraining_spec(options.max_seq_length, task.next_sentence_prediction)
             setup.log(f"{files[0]}: unmasked records: masking in tf.data (dynamic masking)")
         else:
             self.spec = task.feature_spec()
@@ -99,12 +99,31 @@ class PretrainingOptions(RunOptions):
     num_warmup_steps: int = 10000
     max_eval_steps: int = 100
     export_google_checkpoint: bool = True
+    # None: from the records (masked-LM-only records train the masked LM alone); False also trains
+    # Google's records without their next-sentence labels (RoBERTa's "SEGMENT-PAIR" without NSP).
+    next_sentence_prediction: bool = None
     # Dynamic masking (records from create_pretraining_data.py --dynamic_masking): Google's names.
     masked_lm_prob: float = 0.15
     do_whole_word_mask: bool = False
     # With --init_checkpoint (a run's output_dir): also its optimizer state and step (phase 2 that
     # continues phase 1's schedule); without, the optimizer restarts, as Google's --init_checkpoint.
     continue_optimizer: bool = False
+
+
+def pretraining_task_class(files, next_sentence_prediction, log=print):
+    """`PretrainingTask` (MLM + NSP) or `MaskedLMTask` (MLM alone): what the records hold, unless
+    --next_sentence_prediction says otherwise; records without labels cannot train NSP."""
+    has_labels = feature_specs.has_next_sentence_labels(feature_specs.detect_feature_names(files[0]))
+    if next_sentence_prediction and not has_labels:
+        raise UsageError(
+            f"{files[0]}: masked-LM-only records (no next_sentence_labels) cannot train next-sentence prediction; "
+            "drop --next_sentence_prediction, or remake them without --nonext_sentence_prediction"
+        )
+    if next_sentence_prediction is False or not has_labels:
+        why = "as --nonext_sentence_prediction says" if has_labels else "the records have no next-sentence labels"
+        log(f"masked LM only, no next-sentence head ({why})")
+        return MaskedLMTask
+    return PretrainingTask
 
 
 def run_pretraining(options, log=print):
@@ -130,7 +149,8 @@ def run_pretraining(options, log=print):
         else None
     )
     setup = RunSetup(options, log)
-    task = PretrainingTask(setup.config, options.max_seq_length, options.max_predictions_per_seq)
+    task_class = pretraining_task_class(train_files or eval_files, options.next_sentence_prediction, log)
+    task = task_class(setup.config, options.max_seq_length, options.max_predictions_per_seq)
     # The records' kind (masked, or unmasked for dynamic masking) and lengths against the flags,
     # before anything is built or written.
     datasets = {}

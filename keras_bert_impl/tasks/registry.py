@@ -9,7 +9,7 @@ import inspect
 from keras_bert_impl.tasks.classification import ClassificationTask, RegressionTask
 from keras_bert_impl.tasks.encoder import EncoderTask
 from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
-from keras_bert_impl.tasks.pretraining import PretrainingTask
+from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.tasks.tagging import TaggingTask
 from tfrecord_tools.errors import UsageError
@@ -19,6 +19,7 @@ TASKS = {
     for cls in (
         EncoderTask,
         PretrainingTask,
+        MaskedLMTask,
         ClassificationTask,
         RegressionTask,
         SpanTask,
