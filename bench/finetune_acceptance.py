@@ -69,14 +69,20 @@ def options(model_dir, output_dir, **overrides):
     return FineTuningOptions(**values)
 
 
-def run_mrpc(model_dir, root, log, **overrides):
+def run_glue(task_name, model_dir, root, log, **overrides):
+    """run_classifier on a GLUE task's whole train and dev sets in ../shared/data (MRPC, STS-B, CoLA)."""
     from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
-    processor = ClassificationProcessor.for_task("MRPC", os.path.join(SHARED_DATA, "MRPC"))
+    processor = ClassificationProcessor.for_task(task_name, os.path.join(SHARED_DATA, task_name))
+    output_dir = os.path.join(root, task_name.lower().replace("-", ""))
     return run_classifier(
-        options(model_dir, os.path.join(root, "mrpc"), **overrides), "MRPC", processor.data_dir, processor, log=log
+        options(model_dir, output_dir, **overrides), task_name, processor.data_dir, processor, log=log
     ).eval
+
+
+def run_mrpc(model_dir, root, log, **overrides):
+    return run_glue("MRPC", model_dir, root, log, **overrides)
 
 
 def sst2_sample(root, sentences=4000, seed=12345):
