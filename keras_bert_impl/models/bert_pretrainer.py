@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
+from keras_bert_impl.models.bert_masked_lm import masked_lm_graph
 from keras_bert_impl.models.task_model import TaskModel, head_initializer
 
 
@@ -12,28 +12,14 @@ class BertPretrainer(TaskModel):
     encoder's word embeddings) and `next_sentence_logits` [B, 2] (label 1 = random next)."""
 
     def __init__(self, encoder, **kwargs):
-        config = encoder.bert_config
-        inputs = dict(encoder.input)
-        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
-        encoder_outputs = encoder({name: inputs[name] for name in encoder.input})
-        masked_lm = MaskedLMHead(
-            vocab_size=config.vocab_size,
-            hidden_size=config.hidden_size,
-            hidden_act=config.hidden_act,
-            initializer_range=config.initializer_range,
-            name="masked_lm",
-        )
+        inputs, encoder_outputs, masked_lm, masked_lm_logits = masked_lm_graph(encoder)
         next_sentence = keras.layers.Dense(
             2,
             kernel_initializer=head_initializer(encoder),
             name="next_sentence",
         )
         outputs = {
-            "masked_lm_logits": masked_lm(
-                encoder_outputs["sequence_output"],
-                inputs["masked_lm_positions"],
-                encoder.get_embedding_table(),
-            ),
+            "masked_lm_logits": masked_lm_logits,
             "next_sentence_logits": next_sentence(encoder_outputs["pooled_output"]),
         }
         kwargs.setdefault("name", "bert_pretrainer")
