@@ -64,18 +64,21 @@ MODEL_OF = {
     "model_garden": "mini",
     "ours_tiny_static": "tiny",
     "model_garden_tiny": "tiny",
+    # The paper's "No NSP" (Table 5) in miniature: RoBERTa's FULL-SENTENCES inputs, MLM alone.
+    "ours_tiny_mlm": "tiny",
 }
 PRETRAINING_RUNS = tuple(MODEL_OF)
 # The runs fine-tuning can start from, and their model.
-FINETUNE_SOURCES = {name: MODEL_OF[name] for name in ("ours_static", "ours_tiny_static")}
-# Seeds per pretraining point (0 = random weights): the ends get several, for the spread.
-FINETUNE_SEEDS = {
-    "SST-2": {"0": (1, 2, 3), "1/4": (1,), "1/2": (1,), "all": (1, 2, 3)},
-    "MRPC": {"0": (1, 2), "all": (1, 2)},
-    # Where random initialisation suffers most (Cramming, arXiv 2212.14034: STS-B 17.8, CoLA 0.0).
-    "STS-B": {"0": (1, 2, 3), "1/4": (1, 2, 3), "1/2": (1, 2, 3), "all": (1, 2, 3)},
-    "CoLA": {"0": (1, 2, 3), "1/4": (1, 2, 3), "1/2": (1, 2, 3), "all": (1, 2, 3)},
+FINETUNE_SOURCES = {name: MODEL_OF[name] for name in ("ours_static", "ours_tiny_static", "ours_tiny_mlm")}
+# The records each of our runs trains and evaluates on (segment pairs with NSP labels, or full sentences).
+RECORDS_OF = {
+    "ours_dynamic": ("train_dynamic_128", "heldout_128"),
+    "ours_tiny_mlm": ("train_fullsent_128", "heldout_fullsent_128"),
 }
+# Fine-tuning seeds at every pretraining point (0 = random weights), for the spread.
+FINETUNE_SEEDS = (1, 2, 3)
+# STS-B and CoLA are where random initialisation suffers most (Cramming, arXiv 2212.14034: 17.8
+# and 0.0 against 84.6 and 44.5 at BERT-base); SST-2 and MRPC beside them, for contrast.
 TASKS = ("SST-2", "MRPC", "STS-B", "CoLA")
 # The dev metric reported per task (GLUE's: Pearson for STS-B, Matthews correlation for CoLA).
 TASK_METRIC = {"SST-2": "eval_accuracy", "MRPC": "eval_accuracy", "STS-B": "eval_pearson", "CoLA": "eval_mcc"}
@@ -165,10 +168,18 @@ def make_data(work, args):
         "train_static_128": (train, 128, 20, [f"--dupe_factor={args.dupe_factor}"]),
         "train_dynamic_128": (train, 128, 20, ["--dupe_factor=1", "--dynamic_masking"]),
         "heldout_128": (heldout, 128, 20, ["--dupe_factor=1", "--random_seed=7"]),
+        # RoBERTa's FULL-SENTENCES inputs from the same text: no NSP, one segment.
+        "train_fullsent_128": (train, 128, 20, [f"--dupe_factor={args.dupe_factor}", "--nonext_sentence_prediction"]),
+        "heldout_fullsent_128": (
+            heldout,
+            128,
+            20,
+            ["--dupe_factor=1", "--random_seed=7", "--nonext_sentence_prediction"],
+        ),
         "train_static_512": (train, 512, 80, ["--dupe_factor=1"]),
         "heldout_512": (heldout, 512, 80, ["--dupe_factor=1", "--random_seed=7"]),
     }
-    counts = {}
+    counts, tokens = {}, {}
     for name, (text, length, predictions, extra) in records.items():
         output = os.path.join(work, "records", f"{name}.tfrecord")
         if not os.path.exists(output):
@@ -185,6 +196,10 @@ def make_data(work, args):
                 *extra,
             )
         counts[name] = sum(1 for _ in _records(output))
+        if name in ("train_static_128", "train_fullsent_128"):
+            # Real (unpadded) tokens per instance, over the first 5,000: what one step trains on.
+            lengths = [_length(record) for record, _ in zip(_records(output), range(5000))]
+            tokens[name] = statistics.mean(lengths)
     # Over the instances an evaluation reads (the first --eval_batches batches of 64).
     heldout_records = _records(os.path.join(work, "records", "heldout_128.tfrecord"))
     random_next = [_next_sentence_label(record) for record, _ in zip(heldout_records, range(64 * args.eval_batches))]
@@ -212,7 +227,12 @@ def make_data(work, args):
         with open(config_path(work, args, name), "w", encoding="utf-8") as writer:
             json.dump(config, writer, indent=2)
     share = sum(random_next) / len(random_next)
-    return {"vocab_size": vocab_size, "instances": counts, "nsp_majority": max(share, 1 - share)}
+    return {
+        "vocab_size": vocab_size,
+        "instances": counts,
+        "tokens_per_instance": tokens,
+        "nsp_majority": max(share, 1 - share),
+    }
 
 
 def heldout_offset(text):
@@ -235,6 +255,12 @@ def _next_sentence_label(record):
     import tensorflow as tf
 
     return tf.train.Example.FromString(record).features.feature["next_sentence_labels"].int64_list.value[0]
+
+
+def _length(record):
+    import tensorflow as tf
+
+    return sum(tf.train.Example.FromString(record).features.feature["input_mask"].int64_list.value)
 
 
 def _records(path):
@@ -292,8 +318,10 @@ def run_ours(work, args, name):
     from keras_bert_impl.runners.run_pretraining import run_pretraining
 
     overrides = {"bert_config_file": config_path(work, args, MODEL_OF[name])}
-    if name == "ours_dynamic":
-        overrides["input_file"] = os.path.join(work, "records", "train_dynamic_128.tfrecord")
+    if name in RECORDS_OF:
+        train, heldout = RECORDS_OF[name]
+        overrides["input_file"] = os.path.join(work, "records", f"{train}.tfrecord")
+        overrides["eval_input_file"] = os.path.join(work, "records", f"{heldout}.tfrecord")
     return curve_of(run_pretraining(pretraining_options(work, args, name, **overrides), log=log))
 
 
@@ -370,23 +398,29 @@ def run_phase2(work, args, name):
     return curve
 
 
+def finetune_name(arm, task, point, seed, learning_rate):
+    """One fine-tuning run: arm is a pretraining run (point 1/4, 1/2 or all of its steps) or, at
+    point 0, a model size (random weights)."""
+    return f"finetune:{arm}:{task}:{point}:{seed}:{learning_rate!r}"
+
+
 def finetune(work, args, name):
     """run_classifier on one task from one pretraining checkpoint (or none: random weights)."""
     sys.path.insert(0, HERE)
     import finetune_acceptance as acceptance
 
-    task, point, seed = name.split(":")[1:]
+    arm, task, point, seed, learning_rate = name.split(":")[1:]
     checkpoint = None
     if point != "0":
         step = {"1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}[point]
-        checkpoint = os.path.join(run_folder(work, args, args.finetune_from), f"ckpt-{step}")
+        checkpoint = os.path.join(run_folder(work, args, arm), f"ckpt-{step}")
     out = run_folder(work, args, name)
     overrides = dict(
-        bert_config_file=config_path(work, args, FINETUNE_SOURCES[args.finetune_from] + "_finetune"),
+        bert_config_file=config_path(work, args, MODEL_OF.get(arm, arm) + "_finetune"),
         vocab_file=os.path.join(work, "vocab.txt"),
         init_checkpoint=checkpoint,
         allow_random_weights=checkpoint is None,
-        learning_rate=args.finetune_learning_rate,
+        learning_rate=float(learning_rate),
         num_train_epochs=args.finetune_epochs,
         max_seq_length=64 if task == "SST-2" else 128,
         random_seed=int(seed),
@@ -427,7 +461,8 @@ def run_root(work, args):
 
 
 def slug(name):
-    """A run's name as a file name: finetune:SST-2:1/4:1 -> finetune_SST-2_1of4_1."""
+    """A run's name as a file name: finetune:ours_tiny_static:SST-2:1/4:1:0.001 ->
+    finetune_ours_tiny_static_SST-2_1of4_1_0.001."""
     return name.replace(":", "_").replace("/", "of")
 
 
@@ -451,10 +486,7 @@ def result_path(work, args, name):
 
 
 def finetune_root(work, args):
-    source = "" if args.finetune_from == "ours_static" else f"_from_{args.finetune_from}"
-    return os.path.join(
-        run_root(work, args), f"finetune_lr{args.finetune_learning_rate}_epochs{args.finetune_epochs}{source}"
-    )
+    return os.path.join(run_root(work, args), f"finetune_epochs{args.finetune_epochs}")
 
 
 def run_in_subprocess(args, name, rerun, after=()):
@@ -480,44 +512,131 @@ def run_in_subprocess(args, name, rerun, after=()):
     return json.load(open(path, encoding="utf-8"))
 
 
+def finetune_arms(args):
+    """The fine-tuning arms and their points: random weights (point 0) once per model size, then
+    each --finetune_from run at its other points."""
+    sources, points = args.finetune_from.split(","), args.finetune_points.split(",")
+    arms = {}
+    if "0" in points:
+        for source in sources:
+            arms[MODEL_OF[source]] = ["0"]
+    for source in sources:
+        arms[source] = [point for point in points if point != "0"]
+    return arms
+
+
 def run_all(args, names, rerun):
     """The runs, --parallel_runs at a time in this order (ours_static beside model_garden: the two
-    compared share the same minutes of this shared machine); the runs that start from ours_static's
-    checkpoints (or --finetune_from's) wait for it."""
+    compared share the same minutes of this shared machine), then fine-tuning: per task and arm,
+    a learning-rate sweep at seed 1 (of random weights, or of the run's last checkpoint), then the
+    other seeds and points at the arm's best rate. A run waits for the runs it reads from, which
+    are always submitted before it (so waiting never holds up the pool)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    futures = {}
+    futures, sweeps, finetuning = {}, {}, {}
     with ThreadPoolExecutor(args.parallel_runs) as pool:
         for name in names:
-            source = "ours_static" if name == "phase2" else args.finetune_from
-            reads = name == "phase2" or (name.startswith("finetune:") and name.split(":")[2] != "0")
-            after = [futures[source]] if reads and source in futures else []
+            after = [futures["ours_static"]] if name == "phase2" and "ours_static" in futures else []
             futures[name] = pool.submit(run_in_subprocess, args, name, rerun, after)
-    return {name: future.result() for name, future in futures.items()}
+        if "finetune" in args.runs.split(","):
+            rates = [float(rate) for rate in args.finetune_learning_rate.split(",")]
+            # The arms that wait for a pretraining run of this invocation go last.
+            arms = sorted(finetune_arms(args).items(), key=lambda arm: arm[0] in futures)
+            for arm, points in arms:
+                after = [futures[arm]] if arm in futures else []
+                for task in args.tasks.split(","):
+                    sweep_point = "0" if arm in MODELS else "all"
+                    sweep = {
+                        rate: pool.submit(
+                            run_in_subprocess, args, finetune_name(arm, task, sweep_point, 1, rate), rerun, after
+                        )
+                        for rate in rates
+                    }
+                    sweeps[task, arm] = sweep
+                    for point in points:
+                        for seed in FINETUNE_SEEDS[: args.max_seeds]:
+                            finetuning[task, arm, point, seed] = pool.submit(
+                                run_at_best_rate, args, arm, task, point, seed, sweep, rerun
+                            )
+        pretraining = {name: futures[name].result() for name in names}
+        return pretraining, gather_finetuning(args, sweeps, finetuning)
 
 
-def plot(results, finetuning, data, args):
-    path = args.plot
+def best_rate(task, sweep):
+    """The sweep's rate with the best seed-1 dev metric."""
+    metric = {rate: future.result()[TASK_METRIC[task]] for rate, future in sweep.items()}
+    return max(metric, key=metric.get)
+
+
+def run_at_best_rate(args, arm, task, point, seed, sweep, rerun):
+    rate = best_rate(task, sweep)
+    return rate, run_in_subprocess(args, finetune_name(arm, task, point, seed, rate), rerun)
+
+
+def gather_finetuning(args, sweeps, finetuning):
+    """{task: {arm: {"sweep": {rate: seed-1 metric}, "points": {point: summary}}}}."""
+    steps = {"0": 0, "1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}
+    gathered = {}
+    for (task, arm), sweep in sweeps.items():
+        gathered.setdefault(task, {})[arm] = {
+            "sweep": {rate: future.result()[TASK_METRIC[task]] for rate, future in sweep.items()},
+            "points": {},
+        }
+    for (task, arm, point, seed), future in finetuning.items():
+        rate, result = future.result()
+        summary = gathered[task][arm]["points"].setdefault(
+            point, {"steps": steps[point], "learning_rate": rate, "seeds": [], "values": []}
+        )
+        summary["seeds"].append(seed)
+        summary["values"].append(result[TASK_METRIC[task]])
+    for arms in gathered.values():
+        for arm in arms.values():
+            for summary in arm["points"].values():
+                values = summary["values"]
+                summary["mean"] = statistics.mean(values)
+                summary["sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+    return gathered
+
+
+LABELS = {
+    "ours_static": "ours, static masking",
+    "ours_dynamic": "ours, dynamic masking",
+    "model_garden": "tf-models-official BertPretrainerV2",
+    "ours_tiny_static": "ours, BERT-tiny (L2/H128), MLM + NSP",
+    "model_garden_tiny": "tf-models-official, BERT-tiny",
+    "ours_tiny_mlm": "ours, BERT-tiny, MLM only (full sentences)",
+    "mini": "random weights (BERT-mini)",
+    "tiny": "random weights (BERT-tiny)",
+}
+
+
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = {
-        "ours_static": "ours, static masking",
-        "ours_dynamic": "ours, dynamic masking",
-        "model_garden": "tf-models-official BertPretrainerV2",
-        "ours_tiny_static": "ours, BERT-tiny (L2/H128), static",
-        "model_garden_tiny": "tf-models-official, BERT-tiny",
-    }
+    return plt
+
+
+def _save(figure, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    figure.savefig(path + ".tmp.png", dpi=110)
+    os.replace(path + ".tmp.png", path)
+
+
+def plot(results, data, args):
+    """Held-out MLM accuracy, MLM loss and NSP accuracy against steps, one line per run."""
+    plt = _pyplot()
     styles = {
         "ours_static": "-",
         "ours_dynamic": "--",
         "model_garden": ":",
         "ours_tiny_static": "-.",
         "model_garden_tiny": (0, (1, 3)),
+        "ours_tiny_mlm": (0, (5, 2, 1, 2, 1, 2)),
     }
-    figure, axes = plt.subplots(1, 4 if finetuning else 3, figsize=(20 if finetuning else 15, 4.6))
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     panels = (
         ("masked_lm_accuracy", "held-out MLM accuracy"),
         ("masked_lm_loss", "held-out MLM loss"),
@@ -525,9 +644,11 @@ def plot(results, finetuning, data, args):
     )
     for axis, (key, title) in zip(axes, panels):
         for name, result in results.items():
+            points = [p for p in result["evaluations"] if key in p]
+            if not points:  # an MLM-only run has no NSP curve
+                continue
             if name == "phase2":
                 offset = result["phase1_steps"]
-                points = result["evaluations"]
                 axis.plot(
                     [offset + p["step"] for p in points],
                     [p[key] for p in points],
@@ -537,8 +658,7 @@ def plot(results, finetuning, data, args):
                     label=f"ours, phase 2 (seq 512, 80 predictions, batch {args.phase2_batch_size}; held-out at 512)",
                 )
                 continue
-            points = result["evaluations"]
-            axis.plot([p["step"] for p in points], [p[key] for p in points], linestyle=styles[name], label=labels[name])
+            axis.plot([p["step"] for p in points], [p[key] for p in points], linestyle=styles[name], label=LABELS[name])
         if key == "next_sentence_accuracy":
             axis.axhline(data["nsp_majority"], color="gray", linewidth=0.8, linestyle="--", label="majority class")
             axis.legend(fontsize=7)
@@ -546,22 +666,41 @@ def plot(results, finetuning, data, args):
         axis.set_xlabel(f"training step (batch {args.batch_size})")
         axis.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    for task, marker in zip(finetuning, "os^v"):
-        axis = axes[3]
-        points = sorted(finetuning[task].items(), key=lambda item: item[1]["steps"])
-        steps = [p["steps"] for _, p in points]
-        means = [p["mean"] for _, p in points]
-        spreads = [p["sd"] for _, p in points]
-        axis.errorbar(steps, means, yerr=spreads, marker=marker, capsize=3, label=f"{task} dev {TASK_METRIC[task][5:]}")
-        axis.set_title(f"fine-tuned from {args.finetune_from}'s checkpoints")
+    figure.suptitle(f"pretraining text: {TEXT_TITLES[args.pretraining_text]}", fontsize=10)
+    figure.tight_layout()
+    _save(figure, args.plot)
+
+
+def plot_finetuning(finetuning, args):
+    """One panel per task: the dev metric (mean and sd over seeds) against pretraining steps, a
+    line per pretraining run starting from random weights at 0, as the paper's Appendix C.1."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(finetuning), figsize=(4.6 * len(finetuning), 4.2), squeeze=False)
+    for axis, (task, arms) in zip(axes[0], finetuning.items()):
+        random_arms = {arm: summary for arm, summary in arms.items() if arm in MODELS}
+        for arm, summary in arms.items():
+            points = sorted(summary["points"].values(), key=lambda point: point["steps"])
+            if arm not in MODELS:
+                points = [point for arm0 in random_arms.values() for point in arm0["points"].values()] + points
+            axis.errorbar(
+                [p["steps"] for p in points],
+                [p["mean"] for p in points],
+                yerr=[p["sd"] for p in points],
+                marker="o" if arm in MODELS else "s",
+                capsize=3,
+                label=LABELS[arm],
+            )
+        axis.set_title(f"{task}: dev {TASK_METRIC[task][5:]} (mean, sd of {args.max_seeds} seeds)")
         axis.set_xlabel("pretraining steps (0 = random weights)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle(f"pretraining text: {TEXT_TITLES[args.pretraining_text]}", fontsize=10)
+    figure.suptitle(
+        f"fine-tuning {args.finetune_epochs:g} epochs, each arm at its best learning rate of "
+        f"{args.finetune_learning_rate}; pretraining text: {TEXT_TITLES[args.pretraining_text]}",
+        fontsize=10,
+    )
     figure.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    figure.savefig(path + ".tmp.png", dpi=110)
-    os.replace(path + ".tmp.png", path)
+    _save(figure, args.finetune_plot)
 
 
 def main():
@@ -589,13 +728,16 @@ def main():
         "--seed", type=int, default=DEFAULT_SEED, help="initial weights and record order of every pretraining run"
     )
     parser.add_argument("--dupe_factor", type=int, default=3)
-    parser.add_argument("--finetune_learning_rate", type=float, default=1e-4)
+    parser.add_argument(
+        "--finetune_learning_rate",
+        default="1e-4,3e-4,1e-3",
+        help="comma list: the sweep each fine-tuning arm picks its best rate from (seed 1)",
+    )
     parser.add_argument("--finetune_epochs", type=float, default=2.0)
     parser.add_argument(
         "--finetune_from",
         default="ours_static",
-        choices=sorted(FINETUNE_SOURCES),
-        help="the run fine-tuning starts from",
+        help="comma list of the runs fine-tuning starts from, of " + ", ".join(FINETUNE_SOURCES),
     )
     parser.add_argument(
         "--finetune_points",
@@ -609,6 +751,11 @@ def main():
     parser.add_argument("--runs", default=",".join((*PRETRAINING_RUNS, "phase2", "finetune")))
     parser.add_argument("--rerun", default="", help="comma list of runs to repeat although they have results")
     parser.add_argument("--plot", default=DEFAULT_PLOT)
+    parser.add_argument(
+        "--finetune_plot",
+        default=os.path.join(REPO, "docs", "pretraining_gain.png"),
+        help="the fine-tuning figure: dev metric against pretraining steps, per task",
+    )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -617,6 +764,13 @@ def main():
     unknown = set(args.tasks.split(",")) - set(TASKS)
     if unknown:
         sys.exit(f"--tasks: {', '.join(sorted(unknown))}: use some of {', '.join(TASKS)}")
+    unknown = set(args.finetune_from.split(",")) - set(FINETUNE_SOURCES)
+    if unknown:
+        sys.exit(f"--finetune_from: {', '.join(sorted(unknown))}: use some of {', '.join(FINETUNE_SOURCES)}")
+    try:
+        [float(rate) for rate in args.finetune_learning_rate.split(",")]
+    except ValueError:
+        sys.exit(f"--finetune_learning_rate={args.finetune_learning_rate}: give numbers, e.g. 1e-4,3e-4")
     needed = [os.path.join(SHARED_DATA, task, "dev.tsv") for task in args.tasks.split(",")]
     if args.pretraining_text == "corpora":
         needed += [os.path.join(CORPORA, name) for name in NAMES]
@@ -628,44 +782,40 @@ def main():
     log(f"vocabulary {data['vocab_size']} tokens; instances {data['instances']}")
     runs, rerun = args.runs.split(","), set(filter(None, args.rerun.split(",")))
     # Each compared pair adjacent, so that --parallel_runs=2 runs it side by side.
-    order = ("ours_static", "model_garden", "ours_tiny_static", "model_garden_tiny", "ours_dynamic", "phase2")
-    points = args.finetune_points.split(",")
-    finetune_runs = {
-        (task, point): [f"finetune:{task}:{point}:{seed}" for seed in seeds[: args.max_seeds]]
-        for task in args.tasks.split(",")
-        for point, seeds in FINETUNE_SEEDS[task].items()
-        if point in points
-    }
+    order = (
+        "ours_static",
+        "model_garden",
+        "ours_tiny_static",
+        "model_garden_tiny",
+        "ours_tiny_mlm",
+        "ours_dynamic",
+        "phase2",
+    )
     names = [name for name in order if name in runs]
-    if "finetune" in runs:
-        names += [name for group in finetune_runs.values() for name in group]
-    done = run_all(args, names, rerun)
-    results = {name: done[name] for name in order if name in done}
-    finetuning = {}
-    if "finetune" in runs:
-        steps = {"0": 0, "1/4": args.steps // 4, "1/2": args.steps // 2, "all": args.steps}
-        for (task, point), group in finetune_runs.items():
-            accuracies = [done[name][TASK_METRIC[task]] for name in group]
-            finetuning.setdefault(task, {})[point] = {
-                "steps": steps[point],
-                "accuracies": accuracies,
-                "mean": statistics.mean(accuracies),
-                "sd": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
-            }
+    pretraining, finetuning = run_all(args, names, rerun)
+    results = {name: pretraining[name] for name in order if name in pretraining}
     report(results, finetuning, data, args)
     # The README's figure needs every run; a part of the bench draws only where --plot says.
-    if results and (args.plot != DEFAULT_PLOT or (finetuning and all(name in results for name in PRETRAINING_RUNS))):
-        plot(results, finetuning, data, args)
+    if results and (args.plot != DEFAULT_PLOT or all(name in results for name in PRETRAINING_RUNS)):
+        plot(results, data, args)
         log(f"wrote {args.plot}")
+    if finetuning:
+        plot_finetuning(finetuning, args)
+        log(f"wrote {args.finetune_plot}")
 
 
 def report(results, finetuning, data, args):
+    models = sorted({MODEL_OF[name] for name in results if name in MODEL_OF})
+    shapes = ", ".join(f"BERT-{m} L{MODELS[m][0]}/H{MODELS[m][1]}/A{MODELS[m][2]}/I{MODELS[m][3]}" for m in models)
+    tokens = data["tokens_per_instance"]
     print(
-        f"\nBERT-mini L4/H256/A4/I1024, vocab {data['vocab_size']}, seq 128, 20 predictions, batch "
+        f"\n{shapes or 'fine-tuning only'}; vocab {data['vocab_size']}, seq 128, 20 predictions, batch "
         f"{args.batch_size}, lr {args.learning_rate} (warmup {args.steps // 10}, linear decay), {args.steps} steps; "
         f"held-out: {data['instances']['heldout_128']:,} instances; training: "
-        f"{data['instances']['train_static_128']:,} static (dupe_factor {args.dupe_factor}), "
-        f"{data['instances']['train_dynamic_128']:,} dynamic; held-out NSP majority share {data['nsp_majority']:.4f}"
+        f"{data['instances']['train_static_128']:,} static (dupe_factor {args.dupe_factor}, "
+        f"{tokens['train_static_128']:.1f} tokens each), {data['instances']['train_dynamic_128']:,} dynamic, "
+        f"{data['instances']['train_fullsent_128']:,} full-sentence ({tokens['train_fullsent_128']:.1f} tokens each); "
+        f"held-out NSP majority share {data['nsp_majority']:.4f}"
     )
     print("\n| run | step | held-out MLM accuracy | MLM loss | NSP accuracy | NSP loss | examples/s |")
     print("|---|---|---|---|---|---|---|")
@@ -674,10 +824,14 @@ def report(results, finetuning, data, args):
             continue
         for point in result["evaluations"]:
             if point["step"] in (args.steps // 4, args.steps // 2, args.steps):
+                nsp = (
+                    f"{point['next_sentence_accuracy']:.4f} | {point['next_sentence_loss']:.3f}"
+                    if "next_sentence_accuracy" in point
+                    else "- | -"
+                )
                 print(
                     f"| {name} | {point['step']} | {point['masked_lm_accuracy']:.4f} | {point['masked_lm_loss']:.3f} "
-                    f"| {point['next_sentence_accuracy']:.4f} | {point['next_sentence_loss']:.3f} | "
-                    f"{result['examples_per_second']:.1f} |"
+                    f"| {nsp} | {result['examples_per_second']:.1f} |"
                 )
     if "phase2" in results:
         points = results["phase2"]["evaluations"]
@@ -688,14 +842,24 @@ def report(results, finetuning, data, args):
                 f"| +{point['step']} steps | {point['masked_lm_accuracy']:.4f} | "
                 f"{point['next_sentence_accuracy']:.4f} | {results['phase2']['examples_per_second']:.1f} |"
             )
-    if finetuning:
-        print("\n| task (dev metric) | pretraining steps | mean | sd | runs |")
-        print("|---|---|---|---|---|")
-        for task, points in finetuning.items():
-            for point in points.values():
+    if not finetuning:
+        return
+    rates = args.finetune_learning_rate.split(",")
+    print(f"\nLearning-rate sweep (seed 1; random weights at 0 steps, a pretraining run at all {args.steps}):")
+    print(f"\n| task (dev metric) | weights | {' | '.join(f'lr {rate}' for rate in rates)} |")
+    print("|---|---|" + "---|" * len(rates))
+    for task, arms in finetuning.items():
+        for arm, summary in arms.items():
+            values = " | ".join(f"{value:.4f}" for value in summary["sweep"].values())
+            print(f"| {task} ({TASK_METRIC[task]}) | {LABELS[arm]} | {values} |")
+    print("\n| task (dev metric) | weights | pretraining steps | lr | mean | sd | seeds 1, 2, 3 |")
+    print("|---|---|---|---|---|---|---|")
+    for task, arms in finetuning.items():
+        for arm, summary in arms.items():
+            for point in sorted(summary["points"].values(), key=lambda point: point["steps"]):
                 print(
-                    f"| {task} ({TASK_METRIC[task]}) | {point['steps']} | {point['mean']:.4f} | {point['sd']:.4f} | "
-                    f"{', '.join(f'{a:.4f}' for a in point['accuracies'])} |"
+                    f"| {task} ({TASK_METRIC[task]}) | {LABELS[arm]} | {point['steps']} | {point['learning_rate']:g} "
+                    f"| {point['mean']:.4f} | {point['sd']:.4f} | {', '.join(f'{v:.4f}' for v in point['values'])} |"
                 )
 
 
