@@ -247,3 +247,29 @@ def test_variable_seq_length_pads_to_the_longest_row():
     assert fixed["input_ids"].numpy()[0, :5].tolist() == [2, 5, 6, 3, 28] and fixed["segment_ids"].numpy()[
         0, :6
     ].tolist() == [0, 0, 0, 0, 1, 1]
+
+
+def test_mismatched_batches_are_refused_and_empty_batches_served(exported):
+    """serving_default pairs text_b[i] with text_a[i]: lists of other lengths are an error naming
+    them (not "gamma" broadcast over both rows, nor a node called Minimum_2), and an empty batch
+    returns empty outputs from every signature that takes text."""
+    root, _ = exported
+    loaded = {name: tf.saved_model.load(str(root / name)) for name in ("classifier", "multiple_choice", "encoder")}
+    pair = loaded["classifier"].signatures["serving_default"]
+    for rows_a, rows_b in ((["alpha", "beta"], ["gamma"]), (["a", "b", "c"], ["d", "e"])):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="text_a and text_b must have the same number of rows"):
+            pair(text_a=tf.constant(rows_a), text_b=tf.constant(rows_b))
+    choice = loaded["multiple_choice"].signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="text_a and text_b must have the same number of rows"):
+        choice(text_a=tf.constant(["alpha", "beta"]), text_b=tf.constant([["gamma", "delta"]]))
+    empty = tf.constant([], tf.string)
+    outputs = pair(text_a=empty, text_b=empty)
+    assert outputs["logits"].shape == (0, 3) and outputs["labels"].shape == (0,)
+    assert outputs["input_ids"].shape[0] == 0
+    outputs = choice(text_a=empty, text_b=tf.zeros([0, 2], tf.string))
+    assert outputs["logits"].shape == (0, 2)
+    outputs = loaded["encoder"].signatures["serving_default"](text_a=empty)
+    assert all(value.shape[0] == 0 for value in outputs.values())
+    # A full batch still pairs row by row.
+    both = pair(text_a=tf.constant(["the cat", "the dog"]), text_b=tf.constant(["sat", "on the mat"]))
+    assert both["segment_ids"].numpy().sum(axis=1).tolist() == [2, 4]

@@ -17,6 +17,18 @@ class Packer:
         self.max_seq_length = max_seq_length
         self.variable_seq_length = variable_seq_length
 
+    @staticmethod
+    def same_rows(text_a, text_b):
+        """`text_a` after checking that `text_b` has as many rows: a client's mismatched lists are
+        an error that names them, never a silent broadcast of one text over the batch."""
+        check = tf.debugging.assert_equal(
+            tf.shape(text_a)[0],
+            tf.shape(text_b)[0],
+            message="text_a and text_b must have the same number of rows (text_b[i] is text_a[i]'s pair)",
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(text_a)
+
     def _budgets(self, length_a, length_b, max_query_length=None):
         if length_b is None:
             keep_a = tf.minimum(length_a, self.max_seq_length - 2)
@@ -36,6 +48,8 @@ class Packer:
     def pack(self, text_a, text_b=None, max_query_length=None):
         """Returns a dict of [B, T] tensors: the model inputs, tokens and byte offsets. With
         `max_query_length` (SQuAD), A keeps at most that many tokens and B fills the rest."""
+        if text_b is not None:
+            text_a = self.same_rows(text_a, text_b)
         batch = tf.shape(text_a)[0]
         # One tokenizer pass over A and B together: at batch 1 the cost is per op, not per text.
         texts = text_a if text_b is None else tf.concat([text_a, text_b], axis=0)
@@ -59,7 +73,8 @@ class Packer:
             keep_a, keep_b = tf.where(has_b, pair_a, single_a), tf.where(has_b, pair_b, 0)
         total = keep_a + 2 + tf.where(has_b, keep_b + 1, 0)
         if self.variable_seq_length:
-            width = tf.minimum(tf.reduce_max(tf.concat([total, [0]], axis=0)), self.max_seq_length)
+            # At least [CLS] [SEP]: an empty batch packs to [0, 2], which the pooler can take.
+            width = tf.minimum(tf.reduce_max(tf.concat([total, [2]], axis=0)), self.max_seq_length)
         else:
             width = self.max_seq_length
         # Position j of row i: 0 [CLS], 1..ka A, ka+1 [SEP], then (with B) B and a last [SEP].

@@ -77,6 +77,7 @@ class MultipleChoiceTask(Task):
         ]
 
     def pack_text(self, packer, text_a, text_b):
+        text_a = packer.same_rows(text_a, text_b)
         packed = packer.pack(tf.repeat(text_a, self.num_choices), tf.reshape(text_b, [-1]))
         return {name: tf.reshape(value, [-1, self.num_choices, tf.shape(value)[-1]]) for name, value in packed.items()}
 
