@@ -295,3 +295,74 @@ def test_extract_features_google_format(model_dir, tmp_path):
     assert (
         np.abs(np.asarray(outputs["encoder_outputs"][-1])[0, 1] - np.array(first["layers"][0]["values"])).max() < 1e-5
     )
+
+
+def test_run_classifier_rerun_after_export(model_dir, tmp_path):
+    """The same command run again after an export (finished, or Ctrl-C in the final evaluation,
+    which leaves the export and no eval_results.txt) finds its own export and goes on; another
+    run's export dir is still refused with one line."""
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out, export = tmp_path / "out", tmp_path / "export"
+    options = dict(do_train=True, do_eval=True, num_train_epochs=1.0, export_dir=str(export))
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    run_classifier(_options(model_dir, out, **options), "MRPC", str(data), processor, log=lambda _: None)
+    (out / "eval_results.txt").unlink()  # as Ctrl-C during the final evaluation leaves it
+    written = (export / "saved_model.pb").stat().st_mtime_ns
+    args = [
+        sys.executable,
+        os.path.join(REPO_ROOT, "run_classifier.py"),
+        "--task_name=MRPC",
+        f"--data_dir={data}",
+        f"--vocab_file={model_dir}/vocab.txt",
+        f"--bert_config_file={model_dir}/bert_config.json",
+        f"--init_checkpoint={model_dir}/bert_model.ckpt",
+        "--do_train",
+        "--do_eval",
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+        "--eval_batch_size=3",
+        "--num_train_epochs=1",
+        "--iterations_per_loop=10",
+        f"--export_dir={export}",
+    ]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    again = subprocess.run(args + [f"--output_dir={out}"], capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "already holds this model" in again.stderr and (out / "eval_results.txt").exists()
+    assert (export / "saved_model.pb").stat().st_mtime_ns == written  # kept, not rewritten
+    other = subprocess.run(
+        args + [f"--output_dir={tmp_path}/other"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert other.returncode != 0 and "Traceback" not in other.stderr
+    assert f"{export}: already exists and was not exported from {tmp_path}/other; pass --force" in (
+        other.stderr.splitlines()[-1]
+    )
+    assert not (tmp_path / "other").exists()  # refused before any work
+
+
+def test_export_saved_model_rerun_keeps_its_own_export(model_dir, tmp_path):
+    """export_saved_model.py's same command run again keeps its export (same checkpoint, same
+    fingerprint); an export dir it did not write still needs --force."""
+    from keras_bert_impl.serving.export import build_and_export
+
+    flags = dict(
+        bert_config_file=str(model_dir / "bert_config.json"),
+        vocab_file=str(model_dir / "vocab.txt"),
+        do_lower_case=True,
+        init_checkpoint=str(model_dir / "bert_model.ckpt"),
+        model_type="encoder",
+        export_dir=str(tmp_path / "e"),
+        max_seq_length=16,
+    )
+    logs = []
+    build_and_export(**flags, log=logs.append)
+    written = (tmp_path / "e" / "saved_model.pb").stat().st_mtime_ns
+    build_and_export(**flags, log=logs.append)
+    assert any("already holds this model" in line for line in logs)
+    assert (tmp_path / "e" / "saved_model.pb").stat().st_mtime_ns == written
+    (tmp_path / "foreign").mkdir()
+    with pytest.raises(FileExistsError, match="foreign: already exists and was not exported from .*; pass --force"):
+        build_and_export(**{**flags, "export_dir": str(tmp_path / "foreign")}, log=logs.append)

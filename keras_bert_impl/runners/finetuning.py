@@ -20,7 +20,7 @@ from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
 from tfrecord_tools import feature_specs
 from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_output, check_readable_file, check_writable, exists
+from tfrecord_tools.files import atomic_output, check_readable_file
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -65,16 +65,20 @@ class FineTuningRun(RunSetup):
         check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
         validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
         if options.export_dir:
-            check_writable(options.export_dir, "--export_dir", kind="replaced")
-            if exists(options.export_dir) and not options.force:
-                raise FileExistsError(
-                    f"{options.export_dir}: already exists; pass --force to replace it (or choose another --export_dir)"
-                )
+            from keras_bert_impl.serving.export import check_export_dir  # noqa: PLC0415
+
+            check_export_dir(options.export_dir, options.force, self.export_source(options))
         if options.num_train_epochs <= 0 and options.do_train:
             raise UsageError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
         super().__init__(options, log, eval_flag)
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
         self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
+
+    @staticmethod
+    def export_source(options):
+        """What --export_dir's record names as its source: this run's output_dir, so the same
+        command run again (after Ctrl-C, or finished) finds its own export, not a conflict."""
+        return "output_dir:" + os.path.abspath(options.output_dir)
 
     def check_metric_names(self, names):
         """`--keep_best_checkpoint` names one of `names`, the metrics the evaluation returns:
@@ -226,9 +230,10 @@ class FineTuningRun(RunSetup):
             options.do_lower_case,
             options.export_dir,
             force=options.force,
+            source=self.export_source(options),
+            log=self.log,
             **export_options,
         )
-        self.log(f"exported a SavedModel to {path}")
         return path
 
 

@@ -11,11 +11,18 @@ The task (`tasks.base.Task`) decides what each signature takes and returns:
   choice) in;
 - `serve_examples`: serialized tf.train.Examples in, with the TFRecord feature names.
 
+Beside `saved_model.pb`, `keras_bert_export.json` says what wrote the export (`source`: a
+fine-tuning run's output_dir, or export_saved_model.py's checkpoint) and a fingerprint of the
+weights, vocabulary and serving options: the same command run again finds its own export (kept
+when nothing changed, replaced when its own weights moved on) instead of a conflict.
+
 Loading needs `import tensorflow_text` (its ops are in the graph) and nothing of ours. The graph
 holds plain TensorFlow ops only: the layers' XLA-fused kernels are traced as their plain formulas
 here (`layers.fused.plain_formulas`), so serving needs no XLA JIT (TF Serving's is off by default).
 """
 
+import hashlib
+import json
 import os
 import shutil
 
@@ -27,13 +34,75 @@ from keras_bert_impl.serving.packer import Packer
 from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_directory, check_readable_file, check_writable
+from tfrecord_tools.files import (
+    atomic_directory,
+    atomic_output,
+    check_readable_file,
+    check_writable,
+    exists,
+    read_bytes,
+)
+
+EXPORT_RECORD = "keras_bert_export.json"
 
 
-def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length=True, force=False):
-    """Writes the SavedModel of `model` (built by `task`) to `export_dir`: a temporary directory
-    first, renamed when complete; an existing `export_dir` is replaced only with `force`."""
+def export_record(export_dir):
+    """The record an earlier export left in `export_dir` ({} for a directory we did not write)."""
+    try:
+        return json.loads(read_bytes(os.path.join(export_dir, EXPORT_RECORD)))
+    except (OSError, ValueError):
+        return {}
+
+
+def check_export_dir(export_dir, force, source):
+    """Before heavy work: `export_dir` is new, or `force` replaces it, or it is an earlier export
+    of `source` (this command's own; whether it is current is decided when the model is ready)."""
     check_writable(export_dir, "--export_dir", kind="replaced")
+    if exists(export_dir) and not force and export_record(export_dir).get("source") != source:
+        raise FileExistsError(
+            f"{export_dir}: already exists and was not exported from {source.split(':', 1)[1]}; pass --force to "
+            "replace it (or choose another --export_dir)"
+        )
+
+
+def fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length):
+    """sha256 of what decides an export's behaviour: every weight, the vocabulary and the options."""
+    digest = hashlib.sha256()
+    options = [task.name, task.max_seq_length, task.label_names, do_lower_case, variable_seq_length]
+    digest.update(json.dumps(options + [getattr(task, "max_query_length", None)]).encode())
+    digest.update(read_bytes(vocab_file))
+    for weight in model.weights:
+        digest.update(weight.path.encode())
+        digest.update(keras.ops.convert_to_numpy(weight).tobytes())
+    return digest.hexdigest()
+
+
+def export_saved_model(
+    model,
+    task,
+    vocab_file,
+    do_lower_case,
+    export_dir,
+    variable_seq_length=True,
+    force=False,
+    source=None,
+    log=None,
+):
+    """Writes the SavedModel of `model` (built by `task`) to `export_dir`: a temporary directory
+    first, renamed when complete. An existing `export_dir` is replaced with `force`, or when it is
+    an earlier export of `source` with other weights; one of `source` with the same fingerprint is
+    kept as it is. Anything else there is an error."""
+    check_writable(export_dir, "--export_dir", kind="replaced")
+    print_ = log or (lambda message: None)
+    mark = fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length)
+    if source and not force and exists(export_dir):
+        record = export_record(export_dir)
+        if record.get("source") == source:
+            if record.get("fingerprint") == mark:
+                print_(f"{export_dir}: already holds this model (the same weights, vocabulary and options); kept")
+                return export_dir
+            print_(f"{export_dir}: replacing the earlier export from {source.split(':', 1)[1]} (its weights changed)")
+            force = True
     with atomic_directory(export_dir, force=force) as temporary, plain_formulas():
         tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case)
         vocab = tokenizer.ids_to_tokens(tf.range(tokenizer.vocab_size)).numpy().tolist()
@@ -71,6 +140,9 @@ def export_saved_model(model, task, vocab_file, do_lower_case, export_dir, varia
         archive.write_out(temporary, verbose=False)
         # The vocabulary travels with the model.
         shutil.copyfile(vocab_file, os.path.join(temporary, "assets", os.path.basename(vocab_file)))
+        with atomic_output(os.path.join(temporary, EXPORT_RECORD)) as writer:
+            json.dump({"source": source, "fingerprint": mark}, writer, indent=1)
+    print_(f"wrote {export_dir}")
     return export_dir
 
 
@@ -98,7 +170,6 @@ def build_and_export(
     from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
     from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
     from keras_bert_impl.tasks.registry import create_task  # noqa: PLC0415
-    from tfrecord_tools.files import exists  # noqa: PLC0415
     from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list  # noqa: PLC0415
 
     config = BertConfig.from_json_file(bert_config_file)
@@ -107,11 +178,8 @@ def build_and_export(
     vocab = load_vocab_list(vocab_file)
     config.check_vocab_size(len(vocab), vocab_file, bert_config_file)
     check_special_tokens(vocab, vocab_file, ("[CLS]", "[SEP]"))
-    check_writable(export_dir, "--export_dir", kind="replaced")
-    if exists(export_dir) and not force:
-        raise FileExistsError(
-            f"{export_dir}: already exists; pass --force to replace it (or choose another --export_dir)"
-        )
+    source = "init_checkpoint:" + (os.path.abspath(init_checkpoint) if init_checkpoint else "random weights")
+    check_export_dir(export_dir, force, source)
     if tflite_file:
         from keras_bert_impl.serving.tflite import check_tflite_options  # noqa: PLC0415
 
@@ -141,8 +209,9 @@ def build_and_export(
                 f"{' (and more)' if len(report.initialized) > 3 else ''}, so the SavedModel would serve a random "
                 f"{model_type} head; pass the --model_type it was trained as (or --allow_random_weights)"
             )
-    export_saved_model(model, task, vocab_file, do_lower_case, export_dir, variable_seq_length, force)
-    log(f"wrote {export_dir}")
+    export_saved_model(
+        model, task, vocab_file, do_lower_case, export_dir, variable_seq_length, force, source=source, log=log
+    )
     if tflite_file:
         from keras_bert_impl.serving.tflite import convert_to_tflite  # noqa: PLC0415
 
