@@ -36,7 +36,7 @@ $PY run_classifier.py --task_name=tsv --label_names=0,1 --data_dir=demo/data/top
     --bert_config_file="$OUT/tiny_bert/bert_config.json" --init_checkpoint="$OUT/pretraining" \
     --output_dir="$OUT/topics" --do_train --do_eval --max_seq_length=32 --train_batch_size=6 --eval_batch_size=6 \
     --learning_rate=5e-3 --num_train_epochs=30 --iterations_per_loop=30 --export_dir="$OUT/topics_saved_model" 2>&1 \
-    | ours "eval:|exported|error"
+    | ours "eval:|SavedModel|error"
 
 echo "== 6. Serving raw text from the SavedModel (a client importing only tensorflow + tensorflow_text)"
 TF_CPP_MIN_LOG_LEVEL=3 $PY demo/classify_with_saved_model.py "$OUT/topics_saved_model" \

@@ -236,6 +236,36 @@ def _show_tool_flags_in_help(tool_module):
         main.__doc__ = sys.modules[tool_module].__doc__
 
 
+# absl's help flags print and exit 1; here they exit 0, as help does.
+_HELP_FLAGS = {"--help": True, "-help": True, "-h": True, "-?": True, "--helpshort": True, "--helpfull": False}
+
+
+def _flags_parser(name):
+    """absl's flag parsing with help that exits 0 (and survives `| head`) and flag errors as the
+    tools' own one line, `TOOL: error: ...`, exit 1, instead of "FATAL Flags parsing error"."""
+
+    def parse(argv):
+        for arg in argv[1:]:
+            if arg == "--":
+                break
+            flag, _, value = arg.partition("=")
+            if flag in _HELP_FLAGS and value.lower() not in ("false", "0"):
+                try:
+                    app.usage(shorthelp=_HELP_FLAGS[flag], writeto_stdout=True)
+                    sys.stdout.flush()
+                except BrokenPipeError:  # the reader (`head`) left: nothing more to say
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sys.exit(0)
+        try:
+            return FLAGS(argv)
+        except flags.Error as error:
+            message = "; ".join(line.strip().rstrip(".") for line in str(error).splitlines() if line.strip())
+            print(f"{name}: error: {message}; --helpshort lists the flags", file=sys.stderr)
+            sys.exit(1)
+
+    return parse
+
+
 def run(main, name):
     """absl's `app.run(main)` inside the behaviour described in the module docstring."""
     _show_tool_flags_in_help(main.__module__)
@@ -273,7 +303,7 @@ def run(main, name):
             sys.exit(2)
 
     try:
-        app.run(wrapped)
+        app.run(wrapped, flags_parser=_flags_parser(name))
     except KeyboardInterrupt:  # a signal while absl was still starting or ending
         print(f"{name}: stopped", file=sys.stderr)
         sys.exit(130)

@@ -3,6 +3,8 @@
 python tfrecord_tools/build_vocab.py --input_file=corpus/*.txt --output_file=vocab.txt --vocab_size=8000
 """
 
+import os
+
 from absl import flags, logging
 
 from keras_bert_cli import app
@@ -31,9 +33,10 @@ def main(_):
         check_writable,
         expand_file_patterns,
     )
-    from tfrecord_tools.vocab_builder import build_wordpiece_vocab, read_lines
+    from tfrecord_tools.vocab_builder import build_wordpiece_vocab, check_vocab_size, read_lines
 
-    paths = expand_file_patterns(FLAGS.input_file)
+    check_vocab_size(FLAGS.vocab_size, FLAGS.reserved_tokens)
+    paths = expand_file_patterns(FLAGS.input_file, log=app.Log())
     check_writable(FLAGS.output_file, "--output_file")
     check_outputs_distinct([FLAGS.output_file], paths)
     check_text_files(paths, "--input_file")
@@ -45,6 +48,7 @@ def main(_):
         FLAGS.min_count,
         source=", ".join(paths),
         log=app.Log(),
+        total_bytes=sum(os.path.getsize(path) for path in paths),
     )
     with atomic_output(FLAGS.output_file) as writer:
         writer.write("\n".join(vocab) + "\n")

@@ -14,6 +14,7 @@ import json
 from absl import flags, logging
 
 from keras_bert_cli import app
+from keras_bert_cli import flags as shared
 from tfrecord_tools.errors import UsageError
 
 FLAGS = flags.FLAGS
@@ -23,7 +24,7 @@ flags.DEFINE_string(
     "A GLUE task (CoLA, SST-2, MRPC, QQP, STS-B, MNLI, MNLI-MM, QNLI, RTE, WNLI, "
     "XNLI), tsv (generic), squad, conll or swag.",
 )
-flags.DEFINE_string("data_dir", None, "Directory of the task's files (not for squad).")
+shared.define_data_dir("Directory of the task's files (not for squad).")
 flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
 flags.DEFINE_integer("max_seq_length", 128, "Maximum total input sequence length after WordPiece tokenization.")

@@ -148,7 +148,7 @@ def main(_):
     if FLAGS.beam_pipeline_options:
         summary, outputs = _beam(options, outputs)
     else:
-        inputs = expand_file_patterns(FLAGS.input_file)
+        inputs = expand_file_patterns(FLAGS.input_file, log=app.Log())
         if FLAGS.num_output_shards:
             if len(outputs) != 1:
                 raise UsageError("--num_output_shards: --output_file must be one prefix")

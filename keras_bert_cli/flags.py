@@ -1,6 +1,8 @@
 """The absl flags the tools share (Google's names), and their conversion to the options
 dataclasses of keras_bert_impl. Only the shells in this package read flags."""
 
+import os
+
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -115,3 +117,17 @@ def options_from_flags():
     from keras_bert_impl.runners.finetuning import FineTuningOptions  # noqa: PLC0415
 
     return options_of(FineTuningOptions)
+
+
+def define_data_dir(help_text):
+    """--data_dir, refused at parse time when it names a file (a common slip: dir/train.tsv)."""
+    flags.DEFINE_string("data_dir", None, help_text)
+
+    def is_not_a_file(value):
+        if value and os.path.isfile(value):
+            raise flags.ValidationError(
+                f"is a file; pass the directory that holds it: --data_dir={os.path.dirname(value) or '.'}"
+            )
+        return True
+
+    flags.register_validator("data_dir", is_not_a_file)

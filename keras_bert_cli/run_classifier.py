@@ -20,7 +20,7 @@ flags.DEFINE_string(
     "The name of the task to train: cola, sst-2, mrpc, qqp, sts-b, mnli, "
     "mnli-mm, qnli, rte, wnli, xnli, or tsv (with the column flags).",
 )
-flags.DEFINE_string("data_dir", None, "The task's .tsv files, or the directory create_finetuning_data.py wrote.")
+shared.define_data_dir("The task's .tsv files, or the directory create_finetuning_data.py wrote.")
 flags.DEFINE_string("xnli_language", "zh", "XNLI: the language to train and evaluate on.")
 flags.DEFINE_integer("text_a_column", 0, "tsv: column of the first text.")
 flags.DEFINE_integer("text_b_column", None, "tsv: column of the second text, if any.")

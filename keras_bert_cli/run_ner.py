@@ -10,11 +10,9 @@ from keras_bert_cli import app
 from keras_bert_cli import flags as shared
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string(
-    "data_dir",
-    None,
+shared.define_data_dir(
     "eng.train, eng.testa (dev) and eng.testb (test), or the directory "
-    "create_finetuning_data.py --task_name=conll wrote.",
+    "create_finetuning_data.py --task_name=conll wrote."
 )
 flags.DEFINE_integer("max_train_sentences", None, "Train on this many sentences drawn with --random_seed.")
 shared.define_common_flags()

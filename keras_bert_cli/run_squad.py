@@ -17,9 +17,7 @@ from keras_bert_cli import flags as shared
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
-flags.DEFINE_string(
-    "data_dir", None, "Instead of converting the JSON files: the directory create_finetuning_data.py wrote for them."
-)
+shared.define_data_dir("Instead of converting the JSON files: the directory create_finetuning_data.py wrote for them.")
 flags.DEFINE_bool(
     "version_2_with_negative", False, "If true, the SQuAD examples contain some that do not have an answer."
 )

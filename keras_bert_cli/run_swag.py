@@ -10,9 +10,7 @@ from keras_bert_cli import app
 from keras_bert_cli import flags as shared
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string(
-    "data_dir", None, "train.csv and val.csv, or the directory create_finetuning_data.py --task_name=swag wrote."
-)
+shared.define_data_dir("train.csv and val.csv, or the directory create_finetuning_data.py --task_name=swag wrote.")
 shared.define_common_flags()
 flags.mark_flags_as_required(["data_dir"])
 

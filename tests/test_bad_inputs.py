@@ -148,6 +148,25 @@ class World:
         records = open(self.pretraining["train.tfrecord"], "rb").read()
         self.truncated = root / "truncated.tfrecord"
         self.truncated.write_bytes(records[: len(records) * 2 // 3])
+        # What `kill -9` of a sharded writer leaves: a finished shard and another's temporary.
+        self.leftovers = root / "leftovers"
+        self.leftovers.mkdir()
+        (self.leftovers / "train-00000-of-00002").write_bytes(records)
+        (self.leftovers / "train-00001-of-00002.tmp-99999999").write_bytes(records[:100])
+        # MRPC data tokenized with a 30-token vocabulary (the model's has 34).
+        from tfrecord_tools.classification_data import ClassificationProcessor
+        from tfrecord_tools.finetuning_data import write_classification_data
+        from tfrecord_tools.tokenization import FullTokenizer
+
+        self.mrpc_other_vocab = root / "mrpc_other_vocab"
+        write_classification_data(
+            ClassificationProcessor.for_task("MRPC", str(mrpc)),
+            "MRPC",
+            ["train", "dev"],
+            FullTokenizer(str(bad / "short_vocab.txt")),
+            16,
+            str(self.mrpc_other_vocab),
+        )
         self.conll = root / "conll"
         self.conll.mkdir()
         for name in ("eng.train", "eng.testa"):
@@ -337,6 +356,82 @@ def _cases(world, out):
             "create_finetuning_data",
             ["--task_name=MRPC", f"--data_dir={bad}/tsv", f"--vocab_file={good}/vocab.txt", f"--output_dir={out}/d"],
             "train.tsv",
+            out,
+        ),
+        # issue 32: a careful user's trial
+        (
+            "pretrain-only-unfinished-files",
+            "run_pretraining",
+            [
+                *_pretraining_args(pretraining, out)[:1],
+                f"--input_file={world.leftovers}/*.tmp-*",
+                f"--output_dir={out}/p",
+            ]
+            + _pretraining_args(pretraining, out)[3:],
+            "matches only unfinished files an interrupted writer left",
+            out,
+        ),
+        (
+            "pretrain-input-is-dir",
+            "run_pretraining",
+            [*_pretraining_args(pretraining, out)[:1], f"--input_file={world.leftovers}", f"--output_dir={out}/p"]
+            + _pretraining_args(pretraining, out)[3:],
+            f"{world.leftovers}: is a directory; pass a glob such as {world.leftovers}/*.tfrecord",
+            out,
+        ),
+        (
+            "squad-v2-file-without-flag",
+            "run_squad",
+            [
+                *_model_flags(world),
+                f"--train_file={world.squad}",
+                "--do_train",
+                "--max_seq_length=24",
+                "--max_query_length=8",
+                f"--output_dir={out}/s",
+            ],
+            'a SQuAD 2.0 file (question q2 is marked "is_impossible": true); pass --version_2_with_negative',
+            out,
+        ),
+        (
+            "classifier-data-of-another-vocab",
+            "run_classifier",
+            [
+                *_model_flags(world),
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc_other_vocab}",
+                "--do_eval",
+                "--max_seq_length=16",
+                f"--output_dir={out}/c",
+            ],
+            f"tokenized with another vocabulary (30 tokens) than {good}/vocab.txt (34 tokens)",
+            out,
+        ),
+        (
+            "vocab-size-below-reserved-tokens",
+            "build_vocab",
+            [f"--input_file={world.root}/text.txt", f"--output_file={out}/v.txt", "--vocab_size=3"],
+            "--vocab_size=3: not even the 5 reserved tokens fit",
+            out,
+        ),
+        (
+            "classifier-unknown-flag",
+            "run_classifier",
+            ["--task_name=MRPC", f"--data_dir={world.mrpc}", "--bogus_flag=1", f"--output_dir={out}/c"],
+            "Unknown command line flag 'bogus_flag'",
+            out,
+        ),
+        (
+            "classifier-data-dir-is-a-file",
+            "run_classifier",
+            [
+                *_model_flags(world),
+                "--task_name=MRPC",
+                f"--data_dir={world.mrpc}/train.tsv",
+                "--do_train",
+                f"--output_dir={out}/c",
+            ],
+            f"is a file; pass the directory that holds it: --data_dir={world.mrpc}",
             out,
         ),
         (

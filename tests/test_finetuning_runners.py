@@ -337,8 +337,9 @@ def test_run_classifier_rerun_after_export(model_dir, tmp_path):
         args + [f"--output_dir={tmp_path}/other"], capture_output=True, text=True, env=env, timeout=300
     )
     assert other.returncode != 0 and "Traceback" not in other.stderr
-    assert f"{export}: already exists and was not exported from {tmp_path}/other; pass --force" in (
-        other.stderr.splitlines()[-1]
+    assert (
+        f"{export}: already exists and was not exported from {tmp_path}/other; pass --force"
+        in (other.stderr.splitlines()[-1])
     )
     assert not (tmp_path / "other").exists()  # refused before any work
 

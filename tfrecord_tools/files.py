@@ -5,14 +5,18 @@ Every writer in the project goes through `atomic_outputs` (or its `atomic_output
 `atomic_directory` forms): outputs are written under a temporary name next to their final one and
 renamed into place only when the whole block succeeded, so a crash, bad input, Ctrl-C or SIGTERM
 never leaves a half-written file under the real name, and the temporaries are removed. Paths with
-a scheme (gs://, hdfs://) go through `tf.io.gfile`. Imports only `tfrecord_tools.errors`.
+a scheme (gs://, hdfs://) go through `tf.io.gfile`. What a killed writer left (`NAME.tmp-PID`) is removed
+by the next writer of NAME and never read as input. Imports only `tfrecord_tools.errors`.
 """
 
 import contextlib
 import glob
+import logging
 import os
+import re
 import shutil
 import tempfile
+import time
 
 from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
@@ -32,6 +36,56 @@ def _gfile():
 def temporary_name(path):
     """The name a writer uses for `path` until it is complete (this process's id in it)."""
     return f"{path}.tmp-{os.getpid()}"
+
+
+_TEMPORARY = re.compile(r"\.tmp-(\d+)")
+
+
+def is_temporary(path):
+    """A writer's unfinished output (`temporary_name`, or a part of one): never an input."""
+    return _TEMPORARY.search(os.path.basename(str(path))) is not None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path, min_age_seconds=60):
+    """Removes what a killed writer of `path` left (`path.tmp-PID...` of a process that is gone,
+    untouched for a minute, so a live writer on another machine sharing the disk keeps its file)
+    and says so: a re-run cleans up after the run that `kill -9` stopped. Local paths only."""
+    if is_remote(path):
+        return []
+    removed = []
+    for leftover in sorted(glob.glob(glob.escape(str(path)) + ".tmp-*")):
+        pid = int(_TEMPORARY.search(os.path.basename(leftover)).group(1))
+        try:
+            old = time.time() - os.path.getmtime(leftover) > min_age_seconds
+        except OSError:
+            continue
+        if pid != os.getpid() and old and not _alive(pid):
+            _remove(leftover)
+            removed.append(leftover)
+    if removed:
+        logging.getLogger(__name__).warning(
+            "removed %s left unfinished by an interrupted earlier run: %s",
+            "a file" if len(removed) == 1 else f"{len(removed)} files",
+            describe_files(removed),
+        )
+    return removed
+
+
+def describe_files(paths, limit=3):
+    """`a, b, c and 5 more`: the files a run reads or removes, for its log."""
+    paths = [str(path) for path in paths]
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
 def _remove(path):
@@ -75,6 +129,7 @@ def atomic_outputs(paths, suffixes=("",)):
     temporaries = [temporary_name(path) for path in paths]
     for path in paths:
         _make_parent(path)
+        remove_stale_temporaries(path)
     try:
         yield temporaries
         stop.raise_if_requested()  # a signal the block's library code could not be stopped by
@@ -175,18 +230,36 @@ def check_outputs_distinct(outputs, inputs=(), flag="--output_file"):
         seen.add(key(path))
 
 
-def expand_file_patterns(file_patterns, flag="--input_file"):
-    """A comma list of globs (local or gs://) -> sorted files, or an error naming the pattern
-    that matched nothing."""
-    files = []
+def expand_file_patterns(file_patterns, flag="--input_file", example="*.txt", log=None):
+    """A comma list of globs (local or gs://) -> sorted files, or an error naming the pattern that
+    matched nothing (or a directory: `example` is the glob to suggest inside it). Unfinished
+    temporary files (`NAME.tmp-PID`) are never inputs: skipped, and named through `log`."""
+    files, skipped = [], []
     for pattern in filter(None, (part.strip() for part in (file_patterns or "").split(","))):
+        if not is_remote(pattern) and os.path.isdir(pattern):
+            raise UsageError(
+                f"{pattern}: is a directory; pass a glob such as {os.path.join(pattern, example)} ({flag})"
+            )
         matches = sorted(_gfile().glob(pattern)) if is_remote(pattern) else sorted(glob.glob(pattern))
         matches = [match for match in matches if is_remote(match) or os.path.isfile(match)]
+        temporaries = [match for match in matches if is_temporary(match)]
+        matches = [match for match in matches if not is_temporary(match)]
+        if temporaries and not matches:
+            raise FileNotFoundError(
+                f"{pattern}: matches only unfinished files an interrupted writer left ({describe_files(temporaries)}); "
+                f"delete them and write the data again ({flag})"
+            )
         if not matches:
             raise FileNotFoundError(f"{pattern}: no file matches; check {flag}")
         files.extend(matches)
+        skipped.extend(temporaries)
     if not files:
         raise FileNotFoundError(f"{flag} is empty; pass a comma list of files or globs")
+    if skipped and log is not None:
+        log(
+            f"warning: {flag}: skipped {len(skipped)} unfinished file(s) an interrupted writer left "
+            f"({describe_files(skipped)}); delete them"
+        )
     return files
 
 

@@ -111,9 +111,11 @@ class FineTuningData:
                 f"{do_lower_case}; make them agree"
             )
         if vocab_file and meta.get("vocab_sha256") and meta["vocab_sha256"] != vocab_digest(vocab_file):
+            with open(vocab_file, encoding="utf-8") as reader:
+                tokens = sum(1 for _ in reader)
             raise UsageError(
-                f"{path}: tokenized with another vocabulary than {vocab_file} ({meta.get('vocab_size')} "
-                "tokens); recreate the data with this --vocab_file"
+                f"{path}: tokenized with another vocabulary ({meta.get('vocab_size')} tokens) than {vocab_file} "
+                f"({tokens} tokens); recreate the data with this --vocab_file"
             )
 
 
@@ -142,6 +144,7 @@ def base_meta(task_name, model_type, max_seq_length, tokenizer, **extra):
         "vocab_size": len(tokenizer.inv_vocab),
         "vocab_sha256": vocab_digest(tokenizer.vocab_file),
         "counts": {},
+        "skipped_by_split": {},  # rows skipped with a warning, per split ("skipped_rows": their sum)
         **extra,
     }
 
@@ -160,7 +163,11 @@ def write_meta(directory, meta):
             for key in ("task_name", "model_type", "max_seq_length", "do_lower_case", "vocab_sha256", "labels")
         )
         if same:
-            meta = {**old, **meta, "counts": {**old.get("counts", {}), **meta["counts"]}}
+            meta = {
+                **old,
+                **meta,
+                **{key: {**old.get(key, {}), **meta[key]} for key in ("counts", "skipped_by_split")},
+            }
     with atomic_output(path) as writer:
         json.dump(meta, writer, indent=2)
         writer.write("\n")
@@ -190,6 +197,7 @@ def write_classification_data(processor, task_name, splits, tokenizer, max_seq_l
     for split in splits:  # every split read and checked before anything is written
         before = processor.skipped
         examples[split] = processor.get_examples(split)
+        meta["skipped_by_split"][split] = processor.skipped - before
         if split != "test":
             _require_examples(examples[split], processor.path(split), skipped=processor.skipped - before)
     for split in splits:
@@ -300,6 +308,7 @@ def write_swag_data(data_dir, splits, tokenizer, max_seq_length, output_dir, war
         path = os.path.join(data_dir, SWAG_FILES[split])
         before = reader.skipped
         examples[split] = reader.read(path)
+        meta["skipped_by_split"][split] = reader.skipped - before
         _require_examples(examples[split], path, skipped=reader.skipped - before, hint="check the file")
     for split in splits:
         meta["counts"][split] = write_swag_tfrecord(

@@ -16,6 +16,7 @@ import os
 
 from tfrecord_tools import stop
 from tfrecord_tools.errors import UsageError
+from tfrecord_tools.files import is_temporary, temporary_name
 from tfrecord_tools.pretraining_data import Summary, UnitMaker, check_vocab
 from tfrecord_tools.pretraining_units import plan_units
 
@@ -41,6 +42,7 @@ def _match(patterns):
     files = []
     for pattern in filter(None, (part.strip() for part in patterns.split(","))):
         found = sorted((m.path, m.size_in_bytes) for m in FileSystems.match([pattern])[0].metadata_list)
+        found = [(path, size) for path, size in found if not is_temporary(path)]  # an interrupted writer's
         if not found:
             raise FileNotFoundError(f"{pattern}: no file matches; check --input_file")
         files.extend(found)
@@ -96,7 +98,7 @@ def run_beam_pipeline(
     units = plan_units([path for path, _ in files], options.unit_bytes, size_of=sizes.__getitem__)
     if not sum(unit.end - unit.start for unit in units):
         raise UsageError(f"{input_patterns}: hold no text; check --input_file")
-    temporary = f"{output_prefix}.tmp-{os.getpid()}"
+    temporary = temporary_name(output_prefix)
     final, staged = _shard_names(output_prefix, num_shards), _shard_names(temporary, num_shards)
     log(f"{len(units)} units of text in {len(files)} file(s) -> {output_prefix}-*-of-{num_shards:05d}")
     committed = False

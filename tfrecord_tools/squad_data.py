@@ -92,6 +92,11 @@ def read_squad_examples(input_file, is_training, version_2_with_negative, warn=p
                         example.start_position = example.end_position = -1
                         example.orig_answer_text = ""
                     else:
+                        if not qa.get("answers") and qa.get("is_impossible"):
+                            raise UsageError(
+                                f"{input_file}: a SQuAD 2.0 file (question {qa['id']} is marked "
+                                '"is_impossible": true); pass --version_2_with_negative'
+                            )
                         if not qa.get("answers"):
                             raise UsageError(
                                 f"{input_file}: question {qa['id']} has no answer and is not marked "

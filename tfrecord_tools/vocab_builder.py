@@ -12,7 +12,7 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 from tfrecord_tools import stop
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 from tfrecord_tools.errors import UsageError
-from tfrecord_tools.progress import LimitedWarnings
+from tfrecord_tools.progress import LimitedWarnings, Progress
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -34,8 +34,11 @@ def read_lines(paths, warn=print):
         warnings.finish(path, "lines (not UTF-8)")
 
 
-def count_words(lines, do_lower_case=True, batch_size=4096):
-    """Counter of normalized words over an iterable of text lines."""
+def count_words(lines, do_lower_case=True, batch_size=4096, log=None, total_bytes=None):
+    """Counter of normalized words over an iterable of text lines; with `log`, a progress line
+    (KB of text read, of `total_bytes`) every half minute."""
+    progress = Progress(total_bytes // 1024 if total_bytes else None, "KB of text read", log) if log else None
+    done = 0
     # The splitter needs no real vocabulary; WordPiece is not run.
     splitter = BertTextTokenizer(["[UNK]"], do_lower_case=do_lower_case)
     split = tf.function(splitter.split_words, input_signature=[tf.TensorSpec([None], tf.string)])
@@ -45,6 +48,9 @@ def count_words(lines, do_lower_case=True, batch_size=4096):
         batch.append(line)
         if len(batch) == batch_size:
             counts.update(word.decode("utf-8") for word in split(tf.constant(batch)).flat_values.numpy())
+            if progress is not None:
+                done += sum(len(text.encode("utf-8")) for text in batch)
+                progress.update(done // 1024, f"{len(counts)} distinct words")
             batch = []
             stop.raise_if_requested()
     if batch:
@@ -52,16 +58,34 @@ def count_words(lines, do_lower_case=True, batch_size=4096):
     return counts
 
 
+def check_vocab_size(vocab_size, reserved_tokens=RESERVED_TOKENS):
+    """Before any text is read: room for the reserved tokens and at least some characters."""
+    if vocab_size <= len(reserved_tokens):
+        raise UsageError(
+            f"--vocab_size={vocab_size}: not even the {len(reserved_tokens)} reserved tokens fit "
+            f"({', '.join(reserved_tokens)}); a vocabulary also needs the corpus's characters (usually some "
+            "hundreds): raise --vocab_size (BERT's English vocabularies have about 30,000)"
+        )
+
+
 def build_wordpiece_vocab(
-    lines, vocab_size, do_lower_case=True, reserved_tokens=RESERVED_TOKENS, min_count=2, source="the input", log=None
+    lines,
+    vocab_size,
+    do_lower_case=True,
+    reserved_tokens=RESERVED_TOKENS,
+    min_count=2,
+    source="the input",
+    log=None,
+    total_bytes=None,
 ):
     """Learns a WordPiece vocabulary of at most `vocab_size` tokens, reserved tokens first.
 
     tensorflow-text's learner searches a count threshold for a vocabulary near its target, but
     the characters it must keep (each alone and as a `##` piece) and its few search steps can
     overshoot, by half on small corpora: the target is lowered until the result fits."""
+    check_vocab_size(vocab_size, reserved_tokens)
+    counts = count_words(lines, do_lower_case=do_lower_case, log=log, total_bytes=total_bytes)
     log = log or (lambda message: None)
-    counts = count_words(lines, do_lower_case=do_lower_case)
     if not counts:
         raise UsageError(f"{source}: holds no words to learn a vocabulary from; check --input_file")
     frequent = sum(1 for count in counts.values() if count >= min_count)

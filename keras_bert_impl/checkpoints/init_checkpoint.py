@@ -170,7 +170,39 @@ def initialize_from_checkpoint(model, path):
         except AssertionError:
             missing.append(google_prefix)
     weights = {name: value for name, value in google_weights(source).items() if not name.startswith(tuple(missing))}
-    return assign_google_weights(model, weights, source=prefix)
+    report = assign_google_weights(model, weights, source=prefix)
+    # What else the checkpoint's model holds (a fine-tuned task head) is unused here: say so.
+    handed = ["model/encoder"] + [f"model/{a}" for a, google in _SOURCE_HEADS if google not in missing]
+    used = set().union(*(_variables_under(prefix, path) for path in handed))
+    report.unused = sorted(path for node, path in _variables_under(prefix, "model").items() if node not in used) + list(
+        report.unused
+    )
+    return report
+
+
+def _variables_under(prefix, path):
+    """{node id: a path to it} of every variable an object-based checkpoint holds below `path`
+    (e.g. "model/encoder"), read from its object graph: variables are stored once, under whichever
+    object saved them first (often the optimizer), so their storage names do not tell."""
+    from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: PLC0415
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(tf.train.load_checkpoint(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    node = 0
+    for name in path.split("/"):
+        children = {child.local_name: child.node_id for child in graph.nodes[node].children}
+        if name not in children:
+            return {}
+        node = children[name]
+    found, seen, queue = {}, set(), [(node, path)]
+    for node, where in queue:  # breadth first: the shortest path names a variable
+        if node in seen:
+            continue
+        seen.add(node)
+        if any(attribute.name == "VARIABLE_VALUE" for attribute in graph.nodes[node].attributes):
+            found[node] = where
+        queue.extend((child.node_id, f"{where}/{child.local_name}") for child in graph.nodes[node].children)
+    return found
 
 
 # The pretrainer's heads, as attributes of our models and prefixes of Google's names.

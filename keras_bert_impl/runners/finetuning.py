@@ -140,7 +140,13 @@ class FineTuningRun(RunSetup):
         )
         self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
         with reading([path]):
-            result = self.trainer.train(dataset, num_train_steps, options.train_batch_size, eval_schedule=eval_schedule)
+            result = self.trainer.train(
+                dataset,
+                num_train_steps,
+                options.train_batch_size,
+                eval_schedule=eval_schedule,
+                input_flags={"--train_batch_size": options.train_batch_size},
+            )
         best = result.best
         if best is not None and best.best_step is not None and best.best_step != self.trainer.global_step:
             # Evaluation, prediction and export from here on use the best model.

@@ -49,5 +49,6 @@ def run_classifier(options, task_name, data_dir, processor=None, log=print):
         data.model_type, run.config, options.max_seq_length, label_names=data.labels, task_name=data.meta["task_name"]
     )
     if options.do_train:
-        log(f"{data.count('train')} training examples ({data.meta.get('skipped_rows', 0)} rows skipped)")
+        skipped = data.meta.get("skipped_by_split", {}).get("train", 0)
+        log(f"{data.count('train')} training examples ({skipped} train rows skipped)")
     return run_finetuning(run, task, data)

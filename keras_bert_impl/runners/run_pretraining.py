@@ -15,7 +15,7 @@ from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
 from tfrecord_tools import feature_specs
 from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import expand_file_patterns
+from tfrecord_tools.files import describe_files, expand_file_patterns
 
 
 class PretrainingData:
@@ -139,15 +139,20 @@ def run_pretraining(options, log=print):
             f"--max_predictions_per_seq={options.max_predictions_per_seq}: must be between 1 and "
             f"--max_seq_length={options.max_seq_length} (Google's default at 128 is 20)"
         )
-    train_files = expand_file_patterns(options.input_file) if options.do_train else None
+    train_files = expand_file_patterns(options.input_file, example="*.tfrecord", log=log) if options.do_train else None
     eval_files = (
         expand_file_patterns(
             options.eval_input_file or options.input_file,
             "--eval_input_file" if options.eval_input_file else "--input_file",
+            example="*.tfrecord",
+            log=log,
         )
         if options.do_eval
         else None
     )
+    for name, files in (("training", train_files), ("evaluation", eval_files)):
+        if files:
+            log(f"{name} reads {len(files)} file{'s' if len(files) > 1 else ''}: {describe_files(files)}")
     setup = RunSetup(options, log)
     task_class = pretraining_task_class(train_files or eval_files, options.next_sentence_prediction, log)
     task = task_class(setup.config, options.max_seq_length, options.max_predictions_per_seq)
@@ -184,7 +189,16 @@ def run_pretraining(options, log=print):
     if options.do_train:
         dataset = datasets["train"].dataset(options.train_batch_size)
         with reading(train_files + (eval_files or [])):
-            result = trainer.train(dataset, options.num_train_steps, options.train_batch_size, eval_schedule=schedule)
+            result = trainer.train(
+                dataset,
+                options.num_train_steps,
+                options.train_batch_size,
+                eval_schedule=schedule,
+                input_flags={
+                    "--input_file": [os.path.abspath(path) for path in train_files],
+                    "--train_batch_size": options.train_batch_size,
+                },
+            )
         if options.export_google_checkpoint and trainer.is_chief:
             prefix = save_google_checkpoint(model, os.path.join(options.output_dir, "bert_model.ckpt"))
             setup.config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))

@@ -142,7 +142,7 @@ def export_saved_model(
         shutil.copyfile(vocab_file, os.path.join(temporary, "assets", os.path.basename(vocab_file)))
         with atomic_output(os.path.join(temporary, EXPORT_RECORD)) as writer:
             json.dump({"source": source, "fingerprint": mark}, writer, indent=1)
-    print_(f"wrote {export_dir}")
+    print_(f"exported a SavedModel to {export_dir}")
     return export_dir
 
 

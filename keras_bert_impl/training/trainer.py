@@ -25,6 +25,7 @@ MirroredStrategy, MultiWorkerMirroredStrategy and TPUStrategy:
 
 import contextlib
 import dataclasses
+import json
 import os
 import time
 
@@ -36,12 +37,16 @@ from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
 from tfrecord_tools import stop
 from tfrecord_tools.errors import Interrupted, UsageError
-from tfrecord_tools.files import atomic_output
+from tfrecord_tools.files import atomic_output, describe_files, read_bytes
 from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS, format_seconds
 
 
 class NonFiniteLossError(UsageError):
     """The training loss became NaN or infinite."""
+
+
+# Beside the checkpoints: the input flags they were written with (`Trainer.train(input_flags=...)`).
+INPUT_FLAGS_FILE = "input_flags.json"
 
 
 @dataclasses.dataclass
@@ -292,6 +297,15 @@ class Trainer:
             from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
 
             first = str(getattr(error, "message", error)).strip().splitlines()[0]
+            if "dataset iterator" in first or "DeserializeIterator" in first:
+                # The model matches; only the data does not: the iterator's saved position is of
+                # a pipeline over other files (or another batch size or shuffling).
+                detail = first.split("checkpoint: ", 1)[-1].split(". Make sure")[0]
+                raise CheckpointMismatchError(
+                    f"{self.output_dir}: its checkpoints were written reading other input data ({detail}); "
+                    "resume with the same --input_file and batch flags as the run that wrote them, or pass a new "
+                    "--output_dir to train on these files (--init_checkpoint can start it from that run's weights)"
+                ) from None
             raise CheckpointMismatchError(
                 f"{self.output_dir}: holds checkpoints of another model ({first}); pass a new --output_dir "
                 "(or remove its ckpt-* files)"
@@ -319,6 +333,36 @@ class Trainer:
             else:
                 tf.io.gfile.remove(path)
 
+    def _check_input_flags(self, input_flags):
+        """A checkpoint's data position is one of the pipeline it was saved from: resuming over
+        other files or batches would fail deep in tf.data, or read the data in another order."""
+        if input_flags is None:
+            return
+        path = os.path.join(self.output_dir, INPUT_FLAGS_FILE)
+        if tf.train.latest_checkpoint(self.output_dir):
+            if not tf.io.gfile.exists(path):
+                return  # written before this record existed
+            saved = json.loads(read_bytes(path))
+            changed = [flag for flag, value in input_flags.items() if flag in saved and saved[flag] != value]
+            if changed:
+                from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
+
+                def shown(value):
+                    return describe_files(value) if isinstance(value, list) else value
+
+                raise CheckpointMismatchError(
+                    f"{self.output_dir}: its checkpoints were written reading "
+                    + ", ".join(f"{flag}={shown(saved[flag])}" for flag in changed)
+                    + ", not "
+                    + ", ".join(f"{shown(input_flags[flag])}" for flag in changed)
+                    + f"; resume with the same {' and '.join(changed)}, or pass a new --output_dir to train on this "
+                    "data (--init_checkpoint=<that output_dir> starts from its weights)"
+                )
+        elif self.is_chief:
+            tf.io.gfile.makedirs(self.output_dir)
+            with atomic_output(path) as writer:
+                json.dump(input_flags, writer, indent=1)
+
     def _last_saved_step(self):
         latest = self.manager.latest_checkpoint if self.manager else None
         return int(latest.rsplit("-", 1)[1]) if latest else None
@@ -329,9 +373,12 @@ class Trainer:
 
     # ---- public ---------------------------------------------------------------------------
 
-    def train(self, dataset, num_train_steps, global_batch_size, eval_schedule=None):
+    def train(self, dataset, num_train_steps, global_batch_size, eval_schedule=None, input_flags=None):
         """Trains until `num_train_steps`, resuming from the newest checkpoint in `output_dir`;
-        returns a `TrainResult`. With `eval_schedule`, evaluates every N steps (and at the end)."""
+        returns a `TrainResult`. With `eval_schedule`, evaluates every N steps (and at the end).
+        `input_flags` ({flag: value}, e.g. the files and batch size `dataset` reads) is kept beside
+        the checkpoints: a resume with other values is refused, naming them."""
+        self._check_input_flags(input_flags)
         with self.strategy.scope():
             self.iterator = iter(dataset)
         self.manager = self._make_manager()
