@@ -157,3 +157,13 @@ def test_options_are_one_base_shared_by_pretraining_and_fine_tuning():
     assert issubclass(PretrainingOptions, RunOptions) and issubclass(FineTuningOptions, RunOptions)
     own = (set(PretrainingOptions.field_names()) - shared) & (set(FineTuningOptions.field_names()) - shared)
     assert not own  # nothing both declare twice
+
+
+def test_a_misspelled_task_option_is_an_error():
+    from keras_bert_impl.tasks.registry import create_task
+    from tests.conftest import tiny_bert_config
+
+    config = tiny_bert_config(99)
+    assert create_task("classifier", config, 7, label_names=["a", "b"], num_choices=3).label_names == ["a", "b"]
+    with pytest.raises(TypeError, match="no task takes label_name; the options are"):
+        create_task("classifier", config, 7, label_name=["a", "b"])

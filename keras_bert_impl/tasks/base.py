@@ -16,6 +16,7 @@ A task says, for one kind of BERT problem:
 - **evaluation**: `evaluate(outputs, features)`, the task's metrics in numpy from the model's
   outputs on a whole split (`eval_loss` and e.g. accuracy), and `eval_metric_names()`, their
   names (so `--keep_best_checkpoint` is checked before training); runners add what needs the raw data;
+  `prediction_rows(outputs)`, the rows of `--do_predict`'s test_results.tsv;
 - **serving**: `text_signature()` and `pack_text(packer, ...)` (what raw text a SavedModel takes and
   how it becomes model inputs) and `serving_outputs(model, inputs)` (what it returns).
 
@@ -109,6 +110,11 @@ class Task(abc.ABC):
     def eval_metric_names(self):
         """The keys `evaluate` returns."""
         return ()
+
+    def prediction_rows(self, outputs):
+        """--do_predict's test_results.tsv: one row of numbers per example, from numpy `outputs`
+        (run_finetuning calls it; tasks with their own prediction files, as SQuAD, need not)."""
+        raise NotImplementedError(f"{type(self).__name__} writes no test_results.tsv rows")
 
     # ---- serving ------------------------------------------------------------------------------
 

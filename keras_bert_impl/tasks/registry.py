@@ -1,7 +1,8 @@
 """The one map from task names (`--model_type`, meta.json's `model_type`) to `Task` classes.
 
 `create_task` passes each class the options its `__init__` takes, so callers hand over what they
-know (labels, choices, query length) without knowing which task needs what.
+know (labels, choices, query length) without knowing which task needs what; an option no task
+takes (a misspelling) is an error, not silently dropped.
 """
 
 import inspect
@@ -46,6 +47,10 @@ def task_class(name):
 def create_task(name, bert_config, max_seq_length, **options):
     """The task `name`, given whichever of `options` its constructor takes (None values skipped)."""
     cls = task_class(name)
+    known = set().union(*(inspect.signature(task.__init__).parameters for task in TASKS.values()))
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"create_task: no task takes {', '.join(unknown)}; the options are {', '.join(sorted(known))}")
     accepted = inspect.signature(cls.__init__).parameters
     return cls(
         bert_config,
