@@ -202,7 +202,7 @@ TASKS = {"mrpc": run_mrpc, "sst2": run_sst2, "conll": run_conll, "squad": run_sq
 def main():
     from absl import logging
 
-    from tfrecord_tools.files import atomic_output
+    from keras_bert_common.files import atomic_output
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS))

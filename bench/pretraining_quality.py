@@ -16,11 +16,18 @@ tf_keras.utils.set_random_seed), so a few seeds show the spread of a curve betwe
   evaluation every --eval_every steps (--eval_every_n_steps);
 - `model_garden`: tf-models-official's BertPretrainerV2 and official.nlp.optimization's AdamW, the
   whole step in one tf.function (tests/model_garden_reference.ModelGardenPretraining);
-- `ours_tiny_static`, `model_garden_tiny`: the same two at BERT-tiny (L2/H128), for the README's
-  "healthy run" table and a comparison long enough to pass the MLM plateau within the hour;
+- `ours_tiny_static`, `model_garden_tiny`: the same two at BERT-tiny (L2/H128), for the "healthy
+  run" table of docs/benchmarks/pretraining_quality.md and a comparison long enough to pass the MLM
+  plateau within the hour;
+- `ours_tiny_mlm`: BERT-tiny on RoBERTa's FULL-SENTENCES records of the same text (one segment, no
+  NSP), the paper's "No NSP" ablation (Table 5) in miniature: same steps, batch and schedule;
 - `phase2`: ours_static's weights, 10% more steps at seq 512 with 80 predictions (fresh optimizer);
-- fine-tuning (run_classifier's library) from 0, 1/4, 1/2 and all of ours_static's steps
-  (`--finetune_from=ours_tiny_static`: of tiny's, the random-weight point then tiny-sized too).
+- fine-tuning (run_classifier's library) on --tasks (STS-B, CoLA, MRPC, SST-2), three seeds each,
+  from random weights (point 0, once per model size) and from 1/4, 1/2 and all of the steps of every
+  --finetune_from run (a comma list); each arm (random weights of a size, or a pretraining run)
+  takes the best of a seed-1 learning-rate sweep (--finetune_learning_rate, a comma list: at point 0
+  for random weights, at all steps for a run) for all its seeds and points. Fine-tuning runs are
+  named finetune:ARM:TASK:POINT:SEED:LR.
 
 --pretraining_text=sst2 pretrains on SST-2's training text without its labels instead (held out:
 its dev text), in-domain text for the fine-tuning gain; use a --work_dir of its own.
@@ -28,7 +35,8 @@ its dev text), in-domain text for the fine-tuning gain; use a --work_dir of its 
 Each run is a subprocess that writes its results under a folder named by the setting (steps, lr,
 batch, dropout, precision; fine-tuning's lr and epochs); a finished run is not repeated, so an
 interrupted bench resumes where it was (--rerun=NAME,... repeats some). The last stage draws
-docs/pretraining_quality.png (or --plot's file for a part of the bench) and prints the README's tables.
+docs/pretraining_quality.png (or --plot's file for a part of the bench), --finetune_plot (dev metric
+against pretraining steps, per task) and prints the tables of docs/benchmarks/.
 
 --parallel_runs=2 runs two at a time with one core each, in this order: ours_static beside
 model_garden (the two compared share the same minutes of a shared machine), then tiny's pair,
@@ -139,7 +147,7 @@ TEXT_TITLES = {
 
 def make_data(work, args):
     """--pretraining_text's documents, a vocabulary from the training part, TFRecords."""
-    from tfrecord_tools.files import atomic_output
+    from keras_bert_common.files import atomic_output
 
     # A work directory holds the data of one text: the vocabulary and records are made once.
     marker = os.path.join(work, "pretraining_text")
@@ -329,11 +337,11 @@ def run_model_garden(work, args, name):
     """tf-models-official's pretraining on our pipeline's batches (the same records, the same order)."""
     import tf_keras
 
+    from keras_bert_common.progress import format_seconds
     from keras_bert_impl.models.bert_config import BertConfig
     from keras_bert_impl.tasks.pretraining import PretrainingTask
     from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
     from tests.model_garden_reference import ModelGardenPretraining
-    from tfrecord_tools.progress import format_seconds
 
     config = BertConfig.from_json_file(config_path(work, args, MODEL_OF[name]))
     spec = PretrainingTask(config, 128, 20).feature_spec()
@@ -795,7 +803,7 @@ def main():
     pretraining, finetuning = run_all(args, names, rerun)
     results = {name: pretraining[name] for name in order if name in pretraining}
     report(results, finetuning, data, args)
-    # The README's figure needs every run; a part of the bench draws only where --plot says.
+    # The default figure needs every run; a part of the bench draws only where --plot says.
     if results and (args.plot != DEFAULT_PLOT or all(name in results for name in PRETRAINING_RUNS)):
         plot(results, data, args)
         log(f"wrote {args.plot}")

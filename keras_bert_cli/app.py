@@ -8,7 +8,7 @@
   `TOOL: error: FILE: what is wrong; the fix`, and exit 1: no traceback.
 - Ctrl-C and SIGTERM (what `kill` and batch schedulers send) raise `Interrupted` in the main
   thread, at once in our own code and at the next safe point when TensorFlow or Keras is running
-  (`tfrecord_tools.stop`), so every `finally` removes its temporary files and no output is
+  (`keras_bert_common.stop`), so every `finally` removes its temporary files and no output is
   completed after the signal; the tool prints one line (training says at which step it stopped
   and how to resume) and exits 130 (SIGINT) or 143 (SIGTERM). A second signal stops at once.
 """
@@ -24,8 +24,8 @@ import threading
 
 from absl import app, flags, logging
 
-from tfrecord_tools import stop
-from tfrecord_tools.errors import Interrupted, UsageError
+from keras_bert_common import stop
+from keras_bert_common.errors import Interrupted, UsageError
 
 FLAGS = flags.FLAGS
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
@@ -159,7 +159,7 @@ def _listen_for_stops():
     stop.add_check(requested)
 
 
-# Raising inside these is unsafe (see `tfrecord_tools.stop`): the stop waits for a safe point.
+# Raising inside these is unsafe (see `keras_bert_common.stop`): the stop waits for a safe point.
 _DEFER_INSIDE = frozenset({"tensorflow", "tensorflow_text", "keras", "tf_keras", "official", "tensorboard"})
 
 

@@ -26,7 +26,7 @@ flags.mark_flags_as_required(["input_file", "output_file"])
 
 
 def main(_):
-    from tfrecord_tools.files import (
+    from keras_bert_common.files import (
         atomic_output,
         check_outputs_distinct,
         check_text_files,

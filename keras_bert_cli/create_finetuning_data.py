@@ -15,7 +15,7 @@ from absl import flags, logging
 
 from keras_bert_cli import app
 from keras_bert_cli import flags as shared
-from tfrecord_tools.errors import UsageError
+from keras_bert_common.errors import UsageError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -74,8 +74,8 @@ def _classification_processor():
 
 
 def main(_):
+    from keras_bert_common.files import check_readable_file, check_writable
     from tfrecord_tools import finetuning_data
-    from tfrecord_tools.files import check_readable_file, check_writable
     from tfrecord_tools.tokenization import FullTokenizer
 
     task = FLAGS.task_name.lower()

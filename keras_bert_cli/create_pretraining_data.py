@@ -9,7 +9,7 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and 
 from absl import flags, logging
 
 from keras_bert_cli import app
-from tfrecord_tools.errors import UsageError
+from keras_bert_common.errors import UsageError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files / globs).")
@@ -131,7 +131,7 @@ def _beam(options, outputs):
 
 
 def main(_):
-    from tfrecord_tools.files import (
+    from keras_bert_common.files import (
         check_outputs_distinct,
         check_readable_file,
         check_text_files,

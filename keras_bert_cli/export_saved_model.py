@@ -9,7 +9,7 @@ ids and tf.train.Examples, for TF Serving or `tf.saved_model.load` (after `impor
 from absl import flags
 
 from keras_bert_cli import app
-from tfrecord_tools.errors import UsageError
+from keras_bert_common.errors import UsageError
 
 MODEL_TYPES = ["encoder", "pretrainer", "masked_lm", "classifier", "regression", "squad", "ner", "multiple_choice"]
 

@@ -11,7 +11,7 @@ from absl import flags
 
 from keras_bert_cli import app
 from keras_bert_cli import flags as shared
-from tfrecord_tools.errors import UsageError
+from keras_bert_common.errors import UsageError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(

@@ -1,10 +1,10 @@
 """Errors with one-line messages that name the file at fault and the fix.
 
-All are `UsageError`s (`tfrecord_tools.errors`, the data path's): the command-line tools print them
+All are `UsageError`s (`keras_bert_common.errors`, the data path's): the command-line tools print them
 as one line and exit 1; anything else is a bug. `Interrupted` (Ctrl-C, SIGTERM) is the data path's.
 """
 
-from tfrecord_tools.errors import Interrupted, UsageError
+from keras_bert_common.errors import Interrupted, UsageError
 
 __all__ = ["BertConfigError", "CheckpointMismatchError", "Interrupted", "UsageError"]
 

@@ -53,7 +53,7 @@ def squad_v2_run(model_dir):
 def test_squad_v2_significantly_above_all_null(squad_v2_run):
     results, report = squad_v2_run
     assert report["f1"] == pytest.approx(results["f1"])
-    # What this split and model reach (README: +4.5, 95% interval [+2.0, +7.0]); Model Garden's
+    # What this split and model reach (docs/benchmarks/finetuning.md: +4.5, 95% interval [+2.0, +7.0]); Model Garden's
     # own pipeline at its settings: +0.7 [-1.0, +2.4], not significant.
     assert report["gain_95"][0] > 0
 
@@ -62,7 +62,7 @@ def test_squad_v2_significantly_above_all_null(squad_v2_run):
     strict=True,
     raises=AssertionError,
     reason="the issue's 'well above all-null' (taken as +10 F1) is not reached: the null "
-    "decision does not generalise from 3,179 unanswerable training questions (README)",
+    "decision does not generalise from 3,179 unanswerable training questions (docs/benchmarks/finetuning.md)",
 )
 def test_squad_v2_well_above_all_null(squad_v2_run):
     results, _ = squad_v2_run

@@ -7,9 +7,9 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from tests.finetuning_fixtures import _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
-from tfrecord_tools.errors import UsageError
 
 
 def _model(value):

@@ -116,7 +116,7 @@ def test_progress_comes_from_inside_a_long_loop(tmp_path):
 def _app(body):
     """A tool whose main runs `body`, through keras_bert_cli.app like every tool."""
     code = (
-        f"import numpy as np\nfrom keras_bert_cli import app\nfrom tfrecord_tools.errors import UsageError\n\n"
+        f"import numpy as np\nfrom keras_bert_cli import app\nfrom keras_bert_common.errors import UsageError\n\n"
         f"def main(_):\n    {body}\n\napp.run(main, 'demo_tool')\n"
     )
     env = dict(os.environ, PYTHONPATH=REPO_ROOT)

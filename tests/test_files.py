@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tfrecord_tools.files import atomic_output
+from keras_bert_common.files import atomic_output
 
 
 def test_the_file_appears_only_when_the_block_succeeds(tmp_path):
@@ -25,7 +25,7 @@ def test_a_tfrecord_file_cut_short_is_found_before_reading(tmp_path):
     record, or bytes that are no TFRecord, fail naming the file and the record."""
     import tensorflow as tf
 
-    from tfrecord_tools.errors import UsageError
+    from keras_bert_common.errors import UsageError
     from tfrecord_tools.feature_specs import check_complete
 
     path = tmp_path / "train.tfrecord"

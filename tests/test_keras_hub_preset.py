@@ -171,7 +171,7 @@ def test_a_preset_reads_back_bit_identical(tmp_path, task_name):
 
 
 def test_tasks_keras_hub_has_no_class_for_are_refused(tmp_path):
-    from tfrecord_tools.errors import UsageError
+    from keras_bert_common.errors import UsageError
 
     config = tiny_bert_config(99)
     model = _model("squad", config)

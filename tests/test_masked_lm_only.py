@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
 from keras_bert_impl.models.bert_classifier import BertClassifier
 from keras_bert_impl.models.bert_config import BertConfig
@@ -30,7 +31,6 @@ from tests.pretraining_fixtures import (
     pretraining_flags,
 )
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
 RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")

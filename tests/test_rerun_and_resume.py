@@ -144,7 +144,8 @@ def test_load_report_of_a_fine_tuned_checkpoint_names_its_head(model_dir, tmp_pa
 
 def test_word_counting_reports_progress(monkeypatch):
     """build_vocab's long silent phase: a progress line (KB read of the total, rate, ETA)."""
-    from tfrecord_tools import progress, vocab_builder
+    from keras_bert_common import progress
+    from tfrecord_tools import vocab_builder
 
     monkeypatch.setattr(vocab_builder, "Progress", lambda *args, **kwargs: progress.Progress(*args, interval=0))
     lines = ["the cat sat on the mat\n"] * 9000

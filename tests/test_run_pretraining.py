@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
 from keras_bert_impl.errors import CheckpointMismatchError
@@ -29,7 +30,6 @@ from tests.pretraining_fixtures import (
     make_pretraining_setup,
     pretraining_flags,
 )
-from tfrecord_tools.errors import UsageError
 
 RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")
 HELPER = os.path.join(REPO_ROOT, "tests", "pretraining_worker.py")

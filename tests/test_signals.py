@@ -239,7 +239,7 @@ def test_kill_9_while_writing_a_checkpoint_keeps_the_previous_one(setup, tmp_pat
 def handler(monkeypatch):
     """`keras_bert_cli.app`'s signal handler on a clean stop state; the process's own handlers come back after."""
     from keras_bert_cli import app
-    from tfrecord_tools import stop
+    from keras_bert_common import stop
 
     monkeypatch.setattr(stop, "_REQUESTED", [])
     monkeypatch.setattr(stop, "_CHECKS", [])
@@ -257,8 +257,8 @@ def _frame_of_module(module_name):
 
 
 def test_a_signal_inside_tensorflow_waits_for_the_next_safe_point(handler, tmp_path):
-    from tfrecord_tools.errors import Interrupted
-    from tfrecord_tools.files import atomic_output
+    from keras_bert_common.errors import Interrupted
+    from keras_bert_common.files import atomic_output
 
     handler(signal.SIGTERM, _frame_of_module("tensorflow.python.eager.polymorphic_function"))  # no raise
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # a second signal would stop at once
@@ -271,7 +271,7 @@ def test_a_signal_inside_tensorflow_waits_for_the_next_safe_point(handler, tmp_p
 
 
 def test_a_signal_in_our_own_code_raises_at_once(handler):
-    from tfrecord_tools.errors import Interrupted
+    from keras_bert_common.errors import Interrupted
 
     with pytest.raises(Interrupted) as stopped:
         handler(signal.SIGINT, _frame_of_module("tfrecord_tools.pretraining_data"))

@@ -201,7 +201,7 @@ def test_tokenize_with_offsets_gives_the_same_tokens_and_word_spans(do_lower_cas
 
 
 def test_vocab_file_ids_are_line_numbers_and_each_token_appears_once(tmp_path):
-    from tfrecord_tools.errors import UsageError
+    from keras_bert_common.errors import UsageError
     from tfrecord_tools.vocab_file import load_vocab_list
 
     def write(name, data):

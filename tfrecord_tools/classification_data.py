@@ -11,9 +11,9 @@ import os
 
 import numpy as np
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.progress import LimitedWarnings
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.progress import LimitedWarnings
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,9 +10,9 @@ import struct
 import numpy as np
 import tensorflow as tf
 
-from tfrecord_tools import stop
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_outputs, is_remote
+from keras_bert_common import stop
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_outputs, is_remote
 
 # tf-models-official name -> Google name.
 MODEL_GARDEN_ALIASES = {"input_word_ids": "input_ids", "input_type_ids": "segment_ids"}

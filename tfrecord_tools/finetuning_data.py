@@ -13,8 +13,8 @@ import json
 import os
 import random
 
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_output, exists
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_output, exists
 
 META_FILE = "meta.json"
 

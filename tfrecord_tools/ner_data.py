@@ -9,9 +9,9 @@ import json
 
 import numpy as np
 
+from keras_bert_common.files import atomic_output
+from keras_bert_common.progress import LimitedWarnings
 from tfrecord_tools import feature_specs
-from tfrecord_tools.files import atomic_output
-from tfrecord_tools.progress import LimitedWarnings
 
 SENTENCES_SUFFIX = ".sentences.jsonl"
 

@@ -14,9 +14,9 @@ Needs `pip install .[beam]`; nothing else in the project imports this module.
 import dataclasses
 import os
 
-from tfrecord_tools import stop
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import is_temporary, temporary_name
+from keras_bert_common import stop
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import is_temporary, temporary_name
 from tfrecord_tools.pretraining_data import Summary, UnitMaker, check_vocab
 from tfrecord_tools.pretraining_units import plan_units
 

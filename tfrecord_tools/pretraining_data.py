@@ -18,11 +18,11 @@ import os
 import shutil
 import signal
 
-from tfrecord_tools import stop
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_outputs, open_binary
+from keras_bert_common import stop
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_outputs, open_binary
+from keras_bert_common.progress import LimitedWarnings, Progress
 from tfrecord_tools.pretraining_units import DEFAULT_UNIT_BYTES, plan_units, read_unit
-from tfrecord_tools.progress import LimitedWarnings, Progress
 from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
 

@@ -11,8 +11,8 @@ Google's: one sentence per line, a blank line between documents (and a file ends
 import dataclasses
 import os
 
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import open_binary
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import open_binary
 
 # A few MB: small enough that a unit's instances fit comfortably in one worker's memory, large
 # enough that per-unit overhead does not show.

@@ -11,9 +11,9 @@ import json
 
 import numpy as np
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_output
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_output
 
 FIRST_UNIQUE_ID = 1000000000
 

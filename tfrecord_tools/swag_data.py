@@ -10,10 +10,10 @@ import dataclasses
 
 import numpy as np
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.progress import LimitedWarnings
 from tfrecord_tools import feature_specs
 from tfrecord_tools.classification_data import pack_pairs
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.progress import LimitedWarnings
 
 NUM_CHOICES = 4
 _COLUMNS = ("sent1", "sent2", "ending0", "ending1", "ending2", "ending3")

@@ -9,8 +9,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
-from tfrecord_tools.errors import UsageError
 from tfrecord_tools.vocab_file import load_vocab_list
 
 

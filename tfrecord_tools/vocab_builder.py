@@ -9,10 +9,10 @@ import collections
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from tfrecord_tools import stop
+from keras_bert_common import stop
+from keras_bert_common.errors import UsageError
+from keras_bert_common.progress import LimitedWarnings, Progress
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.progress import LimitedWarnings, Progress
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

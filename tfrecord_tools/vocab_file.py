@@ -2,8 +2,8 @@
 needs before its work: UTF-8, each token once, BERT's special tokens. Without TensorFlow (the
 data tools check their inputs before importing it); remote paths go through `files.read_bytes`."""
 
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import read_bytes
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import read_bytes
 
 UNK_TOKEN = "[UNK]"
 

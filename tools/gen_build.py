@@ -13,7 +13,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIBRARY_DIRS = ("keras_bert_impl", "tfrecord_tools", "keras_bert_cli")
+LIBRARY_DIRS = ("keras_bert_common", "keras_bert_impl", "tfrecord_tools", "keras_bert_cli")
 TOOLS = [
     "run_pretraining.py",
     "run_classifier.py",

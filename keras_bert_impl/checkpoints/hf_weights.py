@@ -289,7 +289,7 @@ LABELED = {"classifier": "output_bias", "ner": "cls/ner/output_bias"}
 def write_safetensors(tensors, path):
     """{name: numpy array} -> a `.safetensors` file (8-byte header size, JSON header padded to 8
     bytes, the tensors' bytes in header order), written atomically."""
-    from tfrecord_tools.files import atomic_output  # noqa: PLC0415
+    from keras_bert_common.files import atomic_output  # noqa: PLC0415
 
     header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
     for name in sorted(tensors):
@@ -338,8 +338,8 @@ def write_hf_directory(
     temporary name and renamed."""
     import shutil  # noqa: PLC0415
 
-    from tfrecord_tools.errors import UsageError  # noqa: PLC0415
-    from tfrecord_tools.files import atomic_directory  # noqa: PLC0415
+    from keras_bert_common.errors import UsageError  # noqa: PLC0415
+    from keras_bert_common.files import atomic_directory  # noqa: PLC0415
 
     if model_type not in ARCHITECTURES:
         raise UsageError(f"--model_type={model_type}: Hugging Face export knows {', '.join(ARCHITECTURES)}")

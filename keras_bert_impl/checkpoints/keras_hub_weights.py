@@ -17,10 +17,10 @@ import re
 
 import numpy as np
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.checkpoints.name_table import compile_rows, rename
 from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.models.bert_config import BertConfig
-from tfrecord_tools.errors import UsageError
 
 KERAS_HUB_VERSION = "0.32.0"
 # Our model types -> the keras-hub class whose preset holds them.
@@ -263,7 +263,7 @@ def write_keras_hub_preset(
 def load_keras_hub_preset(directory):
     """(BertConfig, Google-named weights, vocab file, do_lower_case, model type, label names) of a
     keras-hub BERT preset directory."""
-    from tfrecord_tools.files import check_readable_file  # noqa: PLC0415
+    from keras_bert_common.files import check_readable_file  # noqa: PLC0415
 
     config_path = os.path.join(directory, "config.json")
     check_readable_file(config_path, "--input_dir", "a keras-hub preset's config.json")

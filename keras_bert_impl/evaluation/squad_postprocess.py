@@ -5,7 +5,7 @@ import collections
 import json
 import math
 
-from tfrecord_tools.files import atomic_output
+from keras_bert_common.files import atomic_output
 
 # Null odds given when a question has no non-null candidate at all: the null answer is certain.
 NO_CANDIDATE_NULL_ODDS = 1e6

@@ -4,9 +4,9 @@ import dataclasses
 import json
 import os
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_output
 from keras_bert_impl.errors import BertConfigError
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_output
 
 # Activations a config may name. "gelu" is the tanh approximation, as in Google's modeling.py and
 # every released Google checkpoint; "gelu_exact" is the erf form (Hugging Face's "gelu").

@@ -15,7 +15,7 @@ import shutil
 
 import numpy as np
 
-from tfrecord_tools.errors import UsageError
+from keras_bert_common.errors import UsageError
 
 FORMATS = ("google", "huggingface", "keras_hub")
 # The head each Google-named weight announces, most specific first.
@@ -70,10 +70,10 @@ def _run_weights(input_dir, config, model_type, label_names):
 def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None, bert_config_file=None):
     """(BertConfig, Google-named weights, vocab file, do_lower_case or None, what a runner's
     directory says: {model_type, label_names}) of `input_dir`."""
+    from keras_bert_common.files import check_readable_file  # noqa: PLC0415
     from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint, resolve_checkpoint_prefix  # noqa: PLC0415
     from keras_bert_impl.checkpoints.hf_weights import load_hf_directory  # noqa: PLC0415
     from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
-    from tfrecord_tools.files import check_readable_file  # noqa: PLC0415
 
     vocab = vocab_file or os.path.join(
         input_dir, *(("assets", "tokenizer", "vocabulary.txt") if from_format == "keras_hub" else ("vocab.txt",))
@@ -126,9 +126,9 @@ def convert_checkpoint(
 ):
     """Reads `input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
     model type written (`model_type`, or the head the weights hold)."""
+    from keras_bert_common.files import atomic_directory, check_writable  # noqa: PLC0415
     from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint  # noqa: PLC0415
     from keras_bert_impl.checkpoints.hf_weights import ARCHITECTURES, LABELED, write_hf_directory  # noqa: PLC0415
-    from tfrecord_tools.files import atomic_directory, check_writable  # noqa: PLC0415
     from tfrecord_tools.vocab_file import load_vocab_list  # noqa: PLC0415
 
     for flag, value in (("--from", from_format), ("--to", to_format)):

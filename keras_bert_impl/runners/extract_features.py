@@ -10,9 +10,9 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.training.bucketing import prediction_batches
 from tfrecord_tools.classification_data import pack_pairs
-from tfrecord_tools.errors import UsageError
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 # Examples bucketed together (in batches); their JSON lines still leave in input order.
@@ -102,16 +102,16 @@ def run_extract_features(
     """extract_features.py: every check first, then one JSON line per input line, written atomically."""
     import json  # noqa: PLC0415
 
-    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
-    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
-    from keras_bert_impl.models.bert_encoder import BertEncoder  # noqa: PLC0415
-    from tfrecord_tools.files import (  # noqa: PLC0415
+    from keras_bert_common.files import (  # noqa: PLC0415
         atomic_output,
         check_outputs_distinct,
         check_readable_file,
         check_text_files,
         check_writable,
     )
+    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
+    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
+    from keras_bert_impl.models.bert_encoder import BertEncoder  # noqa: PLC0415
     from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
 
     try:
@@ -144,8 +144,8 @@ def run_extract_features(
             raise UsageError(f"--layers: {index} is outside the model's {config.num_hidden_layers} layers")
     if init_checkpoint:
         log(f"init_checkpoint {init_checkpoint}: {initialize_from_checkpoint(encoder, init_checkpoint).summary()}")
-    from tfrecord_tools import stop  # noqa: PLC0415
-    from tfrecord_tools.progress import Progress  # noqa: PLC0415
+    from keras_bert_common import stop  # noqa: PLC0415
+    from keras_bert_common.progress import Progress  # noqa: PLC0415
 
     progress = Progress(len(examples), "examples", log)
     with atomic_output(output_file) as writer:

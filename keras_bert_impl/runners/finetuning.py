@@ -13,14 +13,14 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_output, check_readable_file
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.bucketing import PADDING_LOGIT, prediction_batches, training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_output, check_readable_file
 
 
 @dataclasses.dataclass(kw_only=True)

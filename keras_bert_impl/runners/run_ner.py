@@ -5,12 +5,12 @@ import os
 
 import numpy as np
 
+from keras_bert_common.files import atomic_output
 from keras_bert_impl.evaluation import conlleval
 from keras_bert_impl.runners.finetuning import FineTuningRun
 from keras_bert_impl.runners.run_classifier import splits_wanted
 from keras_bert_impl.tasks.tagging import TaggingTask
 from keras_bert_impl.training.run_setup import RunResult
-from tfrecord_tools.files import atomic_output
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_conll_data
 from tfrecord_tools.ner_data import SENTENCES_SUFFIX, read_sentences
 

@@ -6,6 +6,8 @@ import time
 
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import describe_files, expand_file_patterns
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
 from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
@@ -14,8 +16,6 @@ from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, readi
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import describe_files, expand_file_patterns
 
 
 class PretrainingData:

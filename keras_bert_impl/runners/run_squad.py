@@ -5,13 +5,13 @@ answers, eval_results.json from the official evaluation."""
 import json
 import os
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import check_readable_file
 from keras_bert_impl.evaluation.squad_eval import V1_METRIC_NAMES, V2_METRIC_NAMES, evaluate_v1, evaluate_v2
 from keras_bert_impl.evaluation.squad_postprocess import compute_predictions, write_json
 from keras_bert_impl.runners.finetuning import FineTuningRun
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.training.run_setup import RunResult
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import check_readable_file
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_squad_data
 from tfrecord_tools.squad_data import FEATURES_SUFFIX, read_features_sidecar, read_squad_examples
 

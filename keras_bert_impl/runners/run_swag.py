@@ -1,9 +1,9 @@
 """`run_swag`: SWAG multiple choice (four endings, softmax over one score per choice); accuracy."""
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.runners.finetuning import FineTuningRun, run_finetuning
 from keras_bert_impl.runners.run_classifier import splits_wanted
 from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
-from tfrecord_tools.errors import UsageError
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_swag_data
 
 

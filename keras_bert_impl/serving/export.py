@@ -29,12 +29,8 @@ import shutil
 import keras
 import tensorflow as tf
 
-from keras_bert_impl.layers.fused import plain_formulas
-from keras_bert_impl.serving.packer import Packer
-from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES
-from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import (
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import (
     atomic_directory,
     atomic_output,
     check_readable_file,
@@ -42,6 +38,10 @@ from tfrecord_tools.files import (
     exists,
     read_bytes,
 )
+from keras_bert_impl.layers.fused import plain_formulas
+from keras_bert_impl.serving.packer import Packer
+from keras_bert_impl.tasks.base import MODEL_INPUT_NAMES
+from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 
 EXPORT_RECORD = "keras_bert_export.json"
 

@@ -13,8 +13,8 @@ import warnings
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 -- loading the SavedModel needs its ops (its text signature)
 
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_output, check_writable
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_output, check_writable
 
 QUANTIZATIONS = ("float32", "dynamic_range")
 SIGNATURE = "serve_ids"

@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.evaluation.metrics import (
     classification_metric_names,
     classification_metrics,
@@ -20,7 +21,6 @@ from keras_bert_impl.tasks.base import (
     sparse_cross_entropy_sum,
 )
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
 
 
 class ClassificationTask(Task):

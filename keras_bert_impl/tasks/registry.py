@@ -7,13 +7,13 @@ takes (a misspelling) is an error, not silently dropped.
 
 import inspect
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.tasks.classification import ClassificationTask, RegressionTask
 from keras_bert_impl.tasks.encoder import EncoderTask
 from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
 from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.tasks.tagging import TaggingTask
-from tfrecord_tools.errors import UsageError
 
 TASKS = {
     cls.name: cls

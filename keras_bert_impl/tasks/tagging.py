@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.models.bert_token_classifier import BertTokenClassifier
 from keras_bert_impl.tasks.base import (
     SingleTextMixin,
@@ -14,7 +15,6 @@ from keras_bert_impl.tasks.base import (
     sparse_cross_entropy_sum,
 )
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
 
 
 class TaggingTask(SingleTextMixin, Task):

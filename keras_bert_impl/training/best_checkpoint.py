@@ -12,8 +12,8 @@ import os
 
 import tensorflow as tf
 
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import atomic_output
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import atomic_output
 
 
 class BestCheckpoint:

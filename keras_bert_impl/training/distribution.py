@@ -6,7 +6,7 @@ import os
 
 import tensorflow as tf
 
-from tfrecord_tools.errors import UsageError
+from keras_bert_common.errors import UsageError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 

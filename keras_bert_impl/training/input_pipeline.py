@@ -13,8 +13,8 @@ import contextlib
 
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
 from tfrecord_tools import feature_specs
-from tfrecord_tools.errors import UsageError
 
 
 @contextlib.contextmanager

@@ -9,9 +9,9 @@ large batches. Gradients are clipped to global norm 1.0 by the trainer, after th
 import keras
 from keras import ops
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.training.adam_weight_decay import AdamWeightDecay
 from keras_bert_impl.training.lamb import Lamb
-from tfrecord_tools.errors import UsageError
 
 # Regexes over variable names (Keras: `gamma`, `beta`, `bias`, `output_bias`).
 NO_DECAY_NAMES = ("gamma", "beta", "bias")

@@ -12,14 +12,14 @@ import os
 
 import keras
 
+from keras_bert_common.errors import UsageError
+from keras_bert_common.files import check_writable
+from keras_bert_common.progress import DEFAULT_INTERVAL_SECONDS
 from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
 from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.training.distribution import get_distribution_strategy, input_pipeline_of
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.training.trainer import Trainer
-from tfrecord_tools.errors import UsageError
-from tfrecord_tools.files import check_writable
-from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS
 
 
 @dataclasses.dataclass(kw_only=True)

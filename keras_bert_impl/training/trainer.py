@@ -32,13 +32,13 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_bert_common import stop
+from keras_bert_common.errors import Interrupted, UsageError
+from keras_bert_common.files import atomic_output, describe_files, read_bytes
+from keras_bert_common.progress import DEFAULT_INTERVAL_SECONDS, format_seconds
 from keras_bert_impl.layers.fused import plain_formulas
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
-from tfrecord_tools import stop
-from tfrecord_tools.errors import Interrupted, UsageError
-from tfrecord_tools.files import atomic_output, describe_files, read_bytes
-from tfrecord_tools.progress import DEFAULT_INTERVAL_SECONDS, format_seconds
 
 
 class NonFiniteLossError(UsageError):

@@ -6,7 +6,7 @@ Every writer in the project goes through `atomic_outputs` (or its `atomic_output
 renamed into place only when the whole block succeeded, so a crash, bad input, Ctrl-C or SIGTERM
 never leaves a half-written file under the real name, and the temporaries are removed. Paths with
 a scheme (gs://, hdfs://) go through `tf.io.gfile`. What a killed writer left (`NAME.tmp-PID`) is removed
-by the next writer of NAME and never read as input. Imports only `tfrecord_tools.errors`.
+by the next writer of NAME and never read as input. Imports only `keras_bert_common.errors`.
 """
 
 import contextlib
@@ -18,8 +18,8 @@ import shutil
 import tempfile
 import time
 
-from tfrecord_tools import stop
-from tfrecord_tools.errors import UsageError
+from keras_bert_common import stop
+from keras_bert_common.errors import UsageError
 
 
 def is_remote(path):

@@ -13,7 +13,7 @@ runs at all; `add_check` registers the signal wake-up pipe that the Trainer read
 loop. Imports nothing of the project but `errors`.
 """
 
-from tfrecord_tools.errors import Interrupted
+from keras_bert_common.errors import Interrupted
 
 _CHECKS = []
 _REQUESTED = []
