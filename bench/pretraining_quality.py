@@ -681,29 +681,37 @@ def plot(results, data, args):
 
 def plot_finetuning(finetuning, args):
     """One panel per task: the dev metric (mean and sd over seeds) against pretraining steps, a
-    line per pretraining run starting from random weights at 0, as the paper's Appendix C.1."""
+    line per pretraining run, and random weights as a band (mean +- sd), as the paper's Appendix C.1."""
     plt = _pyplot()
-    figure, axes = plt.subplots(1, len(finetuning), figsize=(4.6 * len(finetuning), 4.2), squeeze=False)
-    for axis, (task, arms) in zip(axes[0], finetuning.items()):
-        random_arms = {arm: summary for arm, summary in arms.items() if arm in MODELS}
+    columns = min(2, len(finetuning))
+    rows = math.ceil(len(finetuning) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(6.4 * columns, 4.4 * rows), squeeze=False)
+    for axis, (task, arms) in zip(axes.flat, finetuning.items()):
         for arm, summary in arms.items():
             points = sorted(summary["points"].values(), key=lambda point: point["steps"])
-            if arm not in MODELS:
-                points = [point for arm0 in random_arms.values() for point in arm0["points"].values()] + points
+            rate = f" (lr {points[0]['learning_rate']:g})" if points else ""
+            if arm in MODELS:
+                for point in points:
+                    axis.axhline(point["mean"], color="gray", linewidth=1.2, label=LABELS[arm] + rate)
+                    axis.axhspan(point["mean"] - point["sd"], point["mean"] + point["sd"], color="gray", alpha=0.2)
+                continue
             axis.errorbar(
                 [p["steps"] for p in points],
                 [p["mean"] for p in points],
                 yerr=[p["sd"] for p in points],
-                marker="o" if arm in MODELS else "s",
+                marker="s",
                 capsize=3,
-                label=LABELS[arm],
+                label=LABELS[arm] + rate,
             )
-        axis.set_title(f"{task}: dev {TASK_METRIC[task][5:]} (mean, sd of {args.max_seeds} seeds)")
-        axis.set_xlabel("pretraining steps (0 = random weights)")
+        axis.set_title(f"{task}: dev {TASK_METRIC[task][5:]} (mean and sd of {args.max_seeds} seeds)")
+        axis.set_xlabel("pretraining steps")
+        axis.set_xticks([0, args.steps // 4, args.steps // 2, args.steps])
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
+    for axis in list(axes.flat)[len(finetuning) :]:
+        axis.set_visible(False)
     figure.suptitle(
-        f"fine-tuning {args.finetune_epochs:g} epochs, each arm at its best learning rate of "
+        f"fine-tuning {args.finetune_epochs:g} epochs, each arm at the best seed-1 learning rate of "
         f"{args.finetune_learning_rate}; pretraining text: {TEXT_TITLES[args.pretraining_text]}",
         fontsize=10,
     )
