@@ -26,11 +26,11 @@ flags.DEFINE_string("vocab_file", None, "The vocabulary, when --input_dir has no
 flags.DEFINE_string(
     "bert_config_file", None, "The config, when --input_dir has no bert_config.json (a fine-tuning runner's output)."
 )
-flags.DEFINE_enum(
+flags.DEFINE_string(
     "model_type",
     None,
-    ["encoder", "pretrainer", "masked_lm", "classifier", "squad", "ner", "multiple_choice"],
-    "The task model to write (default: the head the weights hold; encoder drops every head).",
+    "The task model to write, a task of keras_bert_impl/tasks/registry.py (default: the head the weights hold; "
+    "encoder drops every head).",
 )
 flags.DEFINE_list("label_names", None, "classifier, ner: the labels (tags) in id order (config.json's id2label).")
 flags.DEFINE_bool(

@@ -11,8 +11,6 @@ from absl import flags
 from keras_bert_cli import app
 from keras_bert_common.errors import UsageError
 
-MODEL_TYPES = ["encoder", "pretrainer", "masked_lm", "classifier", "regression", "squad", "ner", "multiple_choice"]
-
 FLAGS = flags.FLAGS
 flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the BERT model.")
 flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
@@ -20,7 +18,12 @@ flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text."
 flags.DEFINE_string(
     "init_checkpoint", None, "Weights: Google's TF1 bert_model.ckpt, or one of ours (a run's output_dir)."
 )
-flags.DEFINE_enum("model_type", "encoder", MODEL_TYPES, "What the SavedModel serves (regression: one score, STS-B).")
+flags.DEFINE_string(
+    "model_type",
+    "encoder",
+    "What the SavedModel serves: a task of keras_bert_impl/tasks/registry.py (encoder, pretrainer, masked_lm, "
+    "classifier, regression: one score as STS-B, squad, ner, multiple_choice, or one you register).",
+)
 flags.DEFINE_integer(
     "num_labels", None, "classifier / ner without --label_names: the number of classes (named 0..N-1)."
 )
@@ -51,14 +54,14 @@ flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
 
 def main(_):
     from keras_bert_impl.serving.export import build_and_export
+    from keras_bert_impl.tasks.registry import task_class
 
     label_names = FLAGS.label_names
     if not label_names and FLAGS.num_labels:
         label_names = [str(index) for index in range(FLAGS.num_labels)]
-    if FLAGS.model_type in ("classifier", "ner") and not label_names:
+    task = task_class(FLAGS.model_type)  # before any work: a known task
+    if task.label_bias and not label_names:  # a head with named outputs
         raise UsageError(f"--model_type={FLAGS.model_type} needs --label_names (or --num_labels)")
-    if FLAGS.model_type == "classifier" and len(label_names) == 1:
-        raise UsageError("--model_type=classifier needs two or more labels; use --model_type=regression for one score")
     build_and_export(
         FLAGS.bert_config_file,
         FLAGS.vocab_file,

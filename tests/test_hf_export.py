@@ -14,6 +14,7 @@ from keras_bert_impl.checkpoints.hf_weights import (
     write_hf_directory,
 )
 from keras_bert_impl.errors import CheckpointMismatchError
+from keras_bert_impl.tasks.registry import task_class
 from tests.conftest import tiny_bert_config
 from tests.finetuning_fixtures import _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
 
@@ -126,7 +127,7 @@ def test_hugging_face_directory_reads_back_bit_identical(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(f"w{i}" for i in range(99)) + "\n")
     out = tmp_path / "hf"
-    write_hf_directory(config, ours, str(vocab), True, str(out), "classifier", label_names=["no", "yes"])
+    write_hf_directory(config, ours, str(vocab), True, str(out), task_class("classifier"), label_names=["no", "yes"])
     assert sorted(p.name for p in out.iterdir()) == [
         "config.json",
         "model.safetensors",
@@ -149,14 +150,16 @@ def test_hugging_face_directory_reads_back_bit_identical(tmp_path):
     for name in ours:
         assert np.array_equal(read[name], ours[name]), name
     with pytest.raises(FileExistsError):
-        write_hf_directory(config, ours, str(vocab), True, str(out), "classifier")
+        write_hf_directory(config, ours, str(vocab), True, str(out), task_class("classifier"))
 
 
 def test_a_missing_head_is_named(tmp_path):
     config = tiny_bert_config(99)
     encoder_only = google_weights(_model("encoder", config))
     with pytest.raises(CheckpointMismatchError, match="no cls/predictions"):
-        write_hf_directory(config, encoder_only, str(tmp_path / "v"), True, str(tmp_path / "o"), "pretrainer")
+        write_hf_directory(
+            config, encoder_only, str(tmp_path / "v"), True, str(tmp_path / "o"), task_class("pretrainer")
+        )
     assert not (tmp_path / "o").exists()
 
 
@@ -214,7 +217,9 @@ def test_classifier_named_heads_read_back_by_their_architecture(tmp_path, task_n
     ours = google_weights(_model(task_name, config, **kwargs))
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(f"w{i}" for i in range(99)) + "\n")
-    write_hf_directory(config, ours, str(vocab), True, str(tmp_path / "hf"), task_name, kwargs.get("label_names"))
+    write_hf_directory(
+        config, ours, str(vocab), True, str(tmp_path / "hf"), task_class(task_name), kwargs.get("label_names")
+    )
     values = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert values["architectures"] == [architecture]
     _, read = load_hf_directory(str(tmp_path / "hf"))
@@ -273,7 +278,9 @@ def test_a_head_trained_in_transformers_without_a_pooler_loads_and_serves(tmp_pa
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(f"w{i}" for i in range(99)) + "\n")
     hf = tmp_path / "hf"
-    write_hf_directory(config, google_weights(model), str(vocab), True, str(hf), task_name, kwargs.get("label_names"))
+    write_hf_directory(
+        config, google_weights(model), str(vocab), True, str(hf), task_class(task_name), kwargs.get("label_names")
+    )
     tensors = read_safetensors(str(hf / "model.safetensors"))
     write_safetensors({k: v for k, v in tensors.items() if ".pooler." not in k}, str(hf / "model.safetensors"))
     convert_checkpoint("huggingface", "google", str(hf), str(tmp_path / "google"))

@@ -167,3 +167,52 @@ def test_a_misspelled_task_option_is_an_error():
     assert create_task("classifier", config, 7, label_names=["a", "b"], num_choices=3).label_names == ["a", "b"]
     with pytest.raises(TypeError, match="no task takes label_name; the options are"):
         create_task("classifier", config, 7, label_name=["a", "b"])
+
+
+def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
+    """A new kind, declared and registered in this file alone: export_saved_model serves it and
+    convert_checkpoint writes it for transformers, with no other change."""
+    import json
+
+    from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.serving.export import build_and_export
+    from keras_bert_impl.tasks import registry
+    from keras_bert_impl.tasks.classification import ClassificationTask
+    from tests.conftest import tiny_bert_config
+    from tests.finetuning_fixtures import VOCAB
+
+    class StanceTask(ClassificationTask):
+        """Agree / disagree / unrelated, as its own --model_type."""
+
+        name = "stance"
+
+    monkeypatch.setattr(registry, "TASKS", dict(registry.TASKS))
+    registry.register(StanceTask)
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    config = tiny_bert_config(len(VOCAB))
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    labels = ["agree", "disagree", "unrelated"]
+    model = registry.create_task("stance", config, 16, label_names=labels).build_model()
+    (tmp_path / "google").mkdir()
+    save_google_checkpoint(model, str(tmp_path / "google" / "bert_model.ckpt"))
+    shutil.copy(tmp_path / "bert_config.json", tmp_path / "google")
+    shutil.copy(tmp_path / "vocab.txt", tmp_path / "google")
+    flags = dict(vocab_file=str(tmp_path / "vocab.txt"), do_lower_case=True, max_seq_length=16, log=lambda _: None)
+    build_and_export(
+        str(tmp_path / "bert_config.json"),
+        init_checkpoint=str(tmp_path / "google" / "bert_model.ckpt"),
+        model_type="stance",
+        export_dir=str(tmp_path / "saved"),
+        label_names=labels,
+        **flags,
+    )
+    served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"]
+    outputs = served(text_a=tf.constant(["the movie"]), text_b=tf.constant(["the film"]))
+    assert outputs["logits"].shape == (1, 3) and outputs["labels"].numpy()[0].decode() in labels
+    written = convert_checkpoint(
+        "google", "huggingface", str(tmp_path / "google"), str(tmp_path / "hf"), model_type="stance", log=lambda _: None
+    )
+    hf_config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert written == "stance" and hf_config["architectures"] == ["BertForSequenceClassification"]
+    assert hf_config["id2label"] == {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}

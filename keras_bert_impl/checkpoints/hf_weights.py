@@ -261,30 +261,6 @@ def load_hf_directory(directory):
 _TO_HF_ACTIVATIONS = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "swish": "silu"}
 _SAFETENSORS_DTYPES = {np.dtype(dtype): name for name, dtype in _DTYPES.items()}
 
-# What each task model is in transformers, and the head weights (Google names) it holds.
-ARCHITECTURES = {
-    "encoder": ("BertModel", ()),
-    "pretrainer": (
-        "BertForPreTraining",
-        tuple(google for _, google, _ in HEAD_ROWS if google.startswith(("cls/predictions/", "cls/seq_relationship/"))),
-    ),
-    "masked_lm": (
-        "BertForMaskedLM",
-        tuple(google for _, google, _ in HEAD_ROWS if google.startswith("cls/predictions/")),
-    ),
-    "classifier": ("BertForSequenceClassification", ("output_weights", "output_bias")),
-    "squad": ("BertForQuestionAnswering", ("cls/squad/output_weights", "cls/squad/output_bias")),
-    "ner": ("BertForTokenClassification", ("cls/ner/output_weights", "cls/ner/output_bias")),
-    "multiple_choice": (
-        "BertForMultipleChoice",
-        ("cls/multiple_choice/output_weights", "cls/multiple_choice/output_bias"),
-    ),
-}
-
-
-# The heads with named outputs (config.json's id2label): the bias that counts them.
-LABELED = {"classifier": "output_bias", "ner": "cls/ner/output_bias"}
-
 
 def write_safetensors(tensors, path):
     """{name: numpy array} -> a `.safetensors` file (8-byte header size, JSON header padded to 8
@@ -330,20 +306,25 @@ def bert_config_to_hf_config(config, architecture, label_names=None):
     return values
 
 
-def write_hf_directory(
-    config, weights, vocab_file, do_lower_case, output_dir, model_type, label_names=None, force=False
-):
+def head_weight_names(prefixes):
+    """The Google names of a head's weights, from its prefixes (`Task.google_head_prefixes`)."""
+    rows = HEAD_ROWS + tuple(row for rows in CLASSIFIER_ROWS.values() for row in rows)
+    return tuple(google for _, google, _ in rows if prefixes and google.startswith(tuple(prefixes)))
+
+
+def write_hf_directory(config, weights, vocab_file, do_lower_case, output_dir, task, label_names=None, force=False):
     """A transformers model directory from Google-named `weights`: config.json (with
     `architectures`), model.safetensors, vocab.txt and tokenizer_config.json; written under a
-    temporary name and renamed."""
+    temporary name and renamed. `task` (a `Task` class) says the architecture and its head."""
     import shutil  # noqa: PLC0415
 
     from keras_bert_common.errors import UsageError  # noqa: PLC0415
     from keras_bert_common.files import atomic_directory  # noqa: PLC0415
 
-    if model_type not in ARCHITECTURES:
-        raise UsageError(f"--model_type={model_type}: Hugging Face export knows {', '.join(ARCHITECTURES)}")
-    architecture, needed = ARCHITECTURES[model_type]
+    model_type, architecture = task.name, task.hf_architecture
+    if architecture is None:
+        raise UsageError(f"--model_type={model_type}: transformers has no architecture for it")
+    needed = head_weight_names(task.google_head_prefixes)
     missing = [name for name in needed if name not in weights]
     if missing:
         raise CheckpointMismatchError(
@@ -352,7 +333,7 @@ def write_hf_directory(
         )
     # The encoder and this architecture's head; other heads (a pretraining head under a classifier) stay behind.
     kept = {name: value for name, value in weights.items() if name.startswith("bert/") or name in needed}
-    outputs = np.shape(weights[LABELED[model_type]])[0] if model_type in LABELED else None
+    outputs = np.shape(weights[task.label_bias])[0] if task.label_bias else None
     if label_names and outputs is not None and len(label_names) != outputs:
         raise UsageError(f"--label_names has {len(label_names)} names but the {model_type} head has {outputs} outputs")
     tensors = google_to_hf_names(kept, prefix="" if model_type == "encoder" else "bert.")

@@ -18,23 +18,13 @@ import numpy as np
 from keras_bert_common.errors import UsageError
 
 FORMATS = ("google", "huggingface", "keras_hub")
-# The head each Google-named weight announces, most specific first.
-_HEAD_OF = (
-    ("cls/squad/", "squad"),
-    ("cls/ner/", "ner"),
-    ("cls/multiple_choice/", "multiple_choice"),
-    ("cls/seq_relationship/", "pretrainer"),
-    ("cls/predictions/", "masked_lm"),
-    ("output_weights", "classifier"),
-)
 
 
 def model_type_of(weights):
-    """The task model Google-named `weights` hold: the first head found, else the encoder."""
-    for marker, model_type in _HEAD_OF:
-        if any(name.startswith(marker) for name in weights):
-            return model_type
-    return "encoder"
+    """The task model Google-named `weights` hold (the registry's `task_of_weights`), else the encoder."""
+    from keras_bert_impl.tasks.registry import task_of_weights  # noqa: PLC0415
+
+    return task_of_weights(weights).name
 
 
 def _run_weights(input_dir, config, model_type, label_names):
@@ -128,14 +118,15 @@ def convert_checkpoint(
     model type written (`model_type`, or the head the weights hold)."""
     from keras_bert_common.files import atomic_directory, check_writable  # noqa: PLC0415
     from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint  # noqa: PLC0415
-    from keras_bert_impl.checkpoints.hf_weights import ARCHITECTURES, LABELED, write_hf_directory  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.hf_weights import write_hf_directory  # noqa: PLC0415
+    from keras_bert_impl.tasks.registry import task_class  # noqa: PLC0415
     from tfrecord_tools.vocab_file import load_vocab_list  # noqa: PLC0415
 
     for flag, value in (("--from", from_format), ("--to", to_format)):
         if value not in FORMATS:
             raise UsageError(f"{flag}={value}: use one of {', '.join(FORMATS)}")
-    if model_type is not None and model_type not in ARCHITECTURES:
-        raise UsageError(f"--model_type={model_type}: use one of {', '.join(ARCHITECTURES)}")
+    if model_type is not None:
+        task_class(model_type)  # a known task, or one line naming them
     check_writable(output_dir, "--output_dir", kind="replaced")
     if os.path.exists(output_dir) and not force:
         raise FileExistsError(
@@ -152,9 +143,10 @@ def convert_checkpoint(
     label_names = label_names or found.get("label_names")
     lower = do_lower_case if do_lower_case is not None else (read_case if read_case is not None else True)
     if to_format == "huggingface":
-        if model_type in LABELED and not label_names and LABELED[model_type] in weights:
-            label_names = [f"LABEL_{index}" for index in range(np.shape(weights[LABELED[model_type]])[0])]
-        write_hf_directory(config, weights, vocab, lower, output_dir, model_type, label_names, force=force)
+        task = task_class(model_type)
+        if task.label_bias and not label_names and task.label_bias in weights:
+            label_names = [f"LABEL_{index}" for index in range(np.shape(weights[task.label_bias])[0])]
+        write_hf_directory(config, weights, vocab, lower, output_dir, task, label_names, force=force)
     elif to_format == "keras_hub":
         from keras_bert_impl.checkpoints.keras_hub_weights import write_keras_hub_preset  # noqa: PLC0415
 

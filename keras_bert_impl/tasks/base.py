@@ -45,6 +45,14 @@ class Task(abc.ABC):
     # numerator name -> denominator name; the loss is the sum of the loss terms.
     loss_terms: ClassVar[Mapping[str, str]] = {}
     metric_terms: ClassVar[Mapping[str, str]] = {}
+    # Conversion, read by the converters and `--model_type` choices (nothing else names a kind):
+    # the Google-name prefixes of the head's weights (a checkpoint holding all of them holds this
+    # head; none for the encoder alone), the transformers architecture and keras-hub task class it
+    # converts to (None: not there), and the head's bias whose length counts the labels.
+    google_head_prefixes: ClassVar[tuple] = ()
+    hf_architecture: ClassVar[str] = None
+    keras_hub_class: ClassVar[str] = None
+    label_bias: ClassVar[str] = None
 
     def __init__(self, bert_config, max_seq_length=128, label_names=None):
         self.bert_config = bert_config

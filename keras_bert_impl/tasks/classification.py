@@ -27,12 +27,18 @@ class ClassificationTask(Task):
     """`label_names` in id order; `task_name` (GLUE's, e.g. MRPC) picks the official metrics."""
 
     name = "classifier"
+    google_head_prefixes = ("output_",)  # Google's run_classifier.py: output_weights, output_bias
+    hf_architecture = "BertForSequenceClassification"
+    keras_hub_class = "BertTextClassifier"
+    label_bias = "output_bias"
     loss_terms = {"loss_sum": "examples"}
     metric_terms = {"accuracy": "examples"}
 
     def __init__(self, bert_config, max_seq_length=128, label_names=None, task_name=None):
         if not label_names or len(label_names) < 2:
-            raise UsageError(f"a classifier needs at least two label names, got {label_names!r}")
+            raise UsageError(
+                f"a classifier needs two or more labels, got {label_names!r}; for one score use --model_type=regression"
+            )
         super().__init__(bert_config, max_seq_length, label_names)
         self.task_name = task_name
 

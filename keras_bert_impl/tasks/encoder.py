@@ -8,6 +8,8 @@ class EncoderTask(SingleTextMixin, Task):
     """Serves `sequence_output`, `pooled_output` and `embedding_output` for one text."""
 
     name = "encoder"
+    hf_architecture = "BertModel"
+    keras_hub_class = "BertBackbone"
 
     def feature_spec(self, is_training=True):
         return feature_specs.input_spec(self.max_seq_length)

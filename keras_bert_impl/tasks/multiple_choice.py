@@ -21,6 +21,8 @@ class MultipleChoiceTask(Task):
     Served as a context (`text_a` [B]) and its endings (`text_b` [B, C])."""
 
     name = "multiple_choice"
+    google_head_prefixes = ("cls/multiple_choice/",)
+    hf_architecture = "BertForMultipleChoice"
     loss_terms = {"loss_sum": "examples"}
     metric_terms = {"accuracy": "examples"}
 

@@ -25,6 +25,9 @@ class PretrainingTask(Task):
     """Builds the pretrainer; maps a batch of Google's pretraining features to loss terms."""
 
     name = "pretrainer"
+    google_head_prefixes = ("cls/predictions/", "cls/seq_relationship/")
+    hf_architecture = "BertForPreTraining"
+    keras_hub_class = "BertMaskedLM"  # without its next-sentence head
     loss_terms = {"masked_lm_loss": "masked_lm_weight", "next_sentence_loss": "examples"}
     metric_terms = {"masked_lm_accuracy": "masked_lm_weight", "next_sentence_accuracy": "examples"}
     # Whether the records and the model carry next-sentence labels and the NSP head.
@@ -92,6 +95,9 @@ class MaskedLMTask(SingleTextMixin, PretrainingTask):
     at a time, as it was trained (one segment)."""
 
     name = "masked_lm"
+    google_head_prefixes = ("cls/predictions/",)
+    hf_architecture = "BertForMaskedLM"
+    keras_hub_class = "BertMaskedLM"
     loss_terms = {"masked_lm_loss": "masked_lm_weight"}
     metric_terms = {"masked_lm_accuracy": "masked_lm_weight"}
     next_sentence_prediction = False

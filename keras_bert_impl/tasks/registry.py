@@ -38,10 +38,22 @@ def register(task_class):
     return task_class
 
 
-def task_class(name):
+def task_class(name, flag="--model_type"):
+    """The registered `Task` class called `name`, or one line naming the known ones."""
     if name not in TASKS:
-        raise UsageError(f"unknown task {name!r}; use one of {', '.join(TASKS)}")
+        raise UsageError(f"{flag}={name}: no such task; use one of {', '.join(TASKS)}")
     return TASKS[name]
+
+
+def task_of_weights(names):
+    """The task whose head Google-named weights `names` hold (the first registered whose head
+    prefixes are all there: a pretrainer before a masked LM), else the encoder."""
+    for cls in TASKS.values():
+        if cls.google_head_prefixes and all(
+            any(name.startswith(prefix) for name in names) for prefix in cls.google_head_prefixes
+        ):
+            return cls
+    return TASKS["encoder"]
 
 
 def create_task(name, bert_config, max_seq_length, **options):

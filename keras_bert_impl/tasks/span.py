@@ -13,6 +13,8 @@ class SpanTask(Task):
     (`text_a`, at most `max_query_length` tokens) and a context (`text_b`)."""
 
     name = "squad"
+    google_head_prefixes = ("cls/squad/",)
+    hf_architecture = "BertForQuestionAnswering"
     loss_terms = {"loss_sum": "examples"}
     sequence_output_names = ("start_logits", "end_logits")
 

@@ -21,6 +21,9 @@ class TaggingTask(SingleTextMixin, Task):
     """Losses and accuracy over the tokens whose `label_weights` is 1 (first pieces)."""
 
     name = "ner"
+    google_head_prefixes = ("cls/ner/",)
+    hf_architecture = "BertForTokenClassification"
+    label_bias = "cls/ner/output_bias"
     loss_terms = {"loss_sum": "label_weight"}
     metric_terms = {"accuracy": "label_weight"}
     sequence_output_names = ("logits",)
