@@ -8,6 +8,7 @@ One py_library per library module (plus one per package __init__), named by its 
 """
 
 import ast
+import json
 import os
 import re
 import sys
@@ -33,6 +34,8 @@ BINARIES = (
     + sorted(f"demo/{f}" for f in os.listdir(os.path.join(ROOT, "demo")) if f.endswith(".py"))
     + sorted(f"bench/{f}" for f in os.listdir(os.path.join(ROOT, "bench")) if f.endswith(".py"))
 )
+# Tests that read whole folders of the repository (not named one by one in their source).
+TEST_DATA_GLOBS = {"test_docs_links": ["README.md", "bench/README.md", "docs/**"]}
 # Test modules that take longer than a minute on 2 cores, and those needing real data only.
 LARGE_TESTS = {
     "test_run_pretraining",
@@ -183,9 +186,24 @@ def main():
         deps += [target_name(h) for h in helpers if f'"{os.path.basename(h)}"' in source]
         # Modules a test runs with `python -m`.
         deps += [target_name(module_path(m)) for m in re.findall(r'"-m", "([\w.]+)"', source) if module_path(m)]
-        if scripts:
-            extra.append("data = [" + ", ".join(f'"{s}"' for s in scripts) + "]")
-            deps += [target_name(d) for s in scripts for d in local_imports(s)]
+        deps += [target_name(d) for s in scripts for d in local_imports(s)]
+        # Files of the repository a test reads (os.path.join(REPO_ROOT, "demo", "data", ...)) are data too.
+        files = []
+        for parts in re.findall(r"os\.path\.join\(REPO_ROOT, ((?:\"[^\"]+\",\s*)*\"[^\"]+\")\)", source):
+            relative = "/".join(re.findall(r'"([^"]+)"', parts))
+            if os.path.isfile(os.path.join(ROOT, relative)) and not relative.endswith(".py"):
+                files.append(relative)
+        if name in TEST_DATA_GLOBS:  # its globs take its files (a label twice is an error)
+            files = []
+        data = (
+            [f"[{', '.join(json.dumps(item) for item in sorted(set(scripts) | set(files)))}]"]
+            if scripts or files
+            else []
+        )
+        if name in TEST_DATA_GLOBS:
+            data.append(f"glob({json.dumps(TEST_DATA_GLOBS[name])})")
+        if data:
+            extra.append("data = " + " + ".join(data))
         blocks.append(rule("py_test", name, ["tests/pytest_runner.py", path], deps, extra))
     text = _buildifier("\n\n".join(blocks) + "\n")
     output = os.path.join(ROOT, "BUILD")
