@@ -97,7 +97,7 @@ def quiet_tensorflow():
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     std_logging.getLogger("tensorflow").setLevel(std_logging.ERROR)
     std_logging.getLogger("apache_beam").setLevel(std_logging.WARNING)
-    import warnings  # noqa: PLC0415
+    import warnings
 
     for category in (DeprecationWarning, FutureWarning, UserWarning):
         warnings.filterwarnings("ignore", category=category)

@@ -114,7 +114,7 @@ def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size
 
 
 def options_from_flags():
-    from keras_bert_impl.runners.finetuning import FineTuningOptions  # noqa: PLC0415
+    from keras_bert_impl.runners.finetuning import FineTuningOptions
 
     return options_of(FineTuningOptions)
 

@@ -28,7 +28,7 @@ def is_remote(path):
 
 
 def _gfile():
-    import tensorflow as tf  # noqa: PLC0415 -- only remote paths need TensorFlow here
+    import tensorflow as tf  # only remote paths need TensorFlow here
 
     return tf.io.gfile
 

@@ -12,7 +12,7 @@ import numpy as np
 def model_garden_network(config, dropout=0.0, attention_dropout=None, **kwargs):
     """A tf_keras `official.nlp.modeling.networks.BertEncoder` of `config` (its own initial weights),
     with the config's activation spelled Model Garden's way."""
-    from official.nlp.modeling import networks  # noqa: PLC0415 -- heavy; only the tests need it
+    from official.nlp.modeling import networks  # heavy; only the tests need it
 
     if config.hidden_act == "gelu_exact":
         kwargs["inner_activation"] = "gelu"  # the string means exact erf GELU in Model Garden
@@ -109,10 +109,10 @@ class ModelGardenPretraining:
         jit_compile=False,
         policy="float32",
     ):
-        import tensorflow as tf  # noqa: PLC0415
-        import tf_keras  # noqa: PLC0415
-        from official.nlp import optimization  # noqa: PLC0415
-        from official.nlp.modeling import layers, models  # noqa: PLC0415
+        import tensorflow as tf
+        import tf_keras
+        from official.nlp import optimization
+        from official.nlp.modeling import layers, models
 
         tf_keras.mixed_precision.set_global_policy(policy)
         encoder = model_garden_network(

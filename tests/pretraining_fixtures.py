@@ -76,7 +76,7 @@ def as_argv(flags):
 def kill_9_and_resume(runner, flags, output_dir, env, when="ckpt-15.index"):
     """Runs `runner` with `flags` into `output_dir`, SIGKILLs it once `when` is written there and
     runs the same command again. Returns the newest checkpoint the kill left and the resumed run."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     command = [sys.executable, runner, *as_argv({**flags, "output_dir": output_dir})]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -91,7 +91,7 @@ def kill_9_and_resume(runner, flags, output_dir, env, when="ckpt-15.index"):
 
 def assert_same_checkpoints(expected, actual):
     """Every variable of checkpoint `expected` equals `actual`'s, bit for bit."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     want, got = tf.train.load_checkpoint(str(expected)), tf.train.load_checkpoint(str(actual))
     for name in want.get_variable_to_shape_map():

@@ -182,7 +182,7 @@ def _require_examples(examples, path, what="usable rows", skipped=0, hint="check
 
 def write_classification_data(processor, task_name, splits, tokenizer, max_seq_length, output_dir):
     """GLUE-style TSV -> {split}.tfrecord (run_classifier's features) and meta.json."""
-    from tfrecord_tools.classification_data import write_classification_tfrecord  # noqa: PLC0415
+    from tfrecord_tools.classification_data import write_classification_tfrecord
 
     check_output_dir_task(output_dir, task_name)
     meta = base_meta(
@@ -226,7 +226,7 @@ def write_squad_data(
 ):
     """SQuAD JSON -> train.tfrecord (shuffled as Google's run_squad.py) and predict.tfrecord with
     its `.features.jsonl` sidecar (what turns logits back into answer text)."""
-    from tfrecord_tools.squad_data import (  # noqa: PLC0415
+    from tfrecord_tools.squad_data import (
         convert_examples_to_features,
         read_squad_examples,
         write_squad_tfrecord,
@@ -276,7 +276,7 @@ SWAG_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 def write_conll_data(data_dir, splits, tokenizer, max_seq_length, output_dir, warn=print):
     """CoNLL-2003 -> {split}.tfrecord (a tag on each word's first piece) with a `.sentences.jsonl`
     sidecar (words and gold tags, for conlleval), and meta.json."""
-    from tfrecord_tools.ner_data import CONLL_LABELS, ConllReader, write_ner_tfrecord  # noqa: PLC0415
+    from tfrecord_tools.ner_data import CONLL_LABELS, ConllReader, write_ner_tfrecord
 
     check_output_dir_task(output_dir, "conll")
     reader = ConllReader(warn=warn)
@@ -298,7 +298,7 @@ def write_conll_data(data_dir, splits, tokenizer, max_seq_length, output_dir, wa
 
 def write_swag_data(data_dir, splits, tokenizer, max_seq_length, output_dir, warn=print):
     """SWAG CSV -> {split}.tfrecord (four `[CLS] context [SEP] ending [SEP]` each) and meta.json."""
-    from tfrecord_tools.swag_data import NUM_CHOICES, SwagReader, write_swag_tfrecord  # noqa: PLC0415
+    from tfrecord_tools.swag_data import NUM_CHOICES, SwagReader, write_swag_tfrecord
 
     check_output_dir_task(output_dir, "swag")
     reader = SwagReader(warn=warn)

@@ -27,7 +27,7 @@ _COUNTERS = "create_pretraining_data"
 def pipeline_options(text):
     """TFDS's convention: "runner=DirectRunner,direct_num_workers=2" -> PipelineOptions. The SDK
     workers log at WARNING unless the options say otherwise (their INFO lines are per bundle)."""
-    from apache_beam.options.pipeline_options import PipelineOptions  # noqa: PLC0415
+    from apache_beam.options.pipeline_options import PipelineOptions
 
     flags = [f"--{option.strip()}" for option in text.split(",") if option.strip()]
     if not any(flag.startswith("--default_sdk_harness_log_level") for flag in flags):
@@ -37,7 +37,7 @@ def pipeline_options(text):
 
 def _match(patterns):
     """(path, size) of every file the comma list of globs matches, through Beam's file systems."""
-    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
+    from apache_beam.io.filesystems import FileSystems
 
     files = []
     for pattern in filter(None, (part.strip() for part in patterns.split(","))):
@@ -50,8 +50,8 @@ def _match(patterns):
 
 
 def _make_records_fn(options):
-    import apache_beam as beam  # noqa: PLC0415
-    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
 
     class MakeRecords(beam.DoFn):
         """One unit -> its serialized instances; the summary goes to Beam counters."""
@@ -73,7 +73,7 @@ def _make_records_fn(options):
 
 
 def _summary(result):
-    from apache_beam.metrics.metric import MetricsFilter  # noqa: PLC0415
+    from apache_beam.metrics.metric import MetricsFilter
 
     summary = Summary()
     for counter in result.metrics().query(MetricsFilter().with_namespace(_COUNTERS))["counters"]:
@@ -89,8 +89,8 @@ def run_beam_pipeline(
     input_patterns, output_prefix, options, beam_pipeline_options, num_shards=DEFAULT_BEAM_SHARDS, log=print
 ):
     """Runs the pipeline; returns the `Summary` (from Beam's counters) and the shard paths."""
-    import apache_beam as beam  # noqa: PLC0415
-    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
 
     check_vocab(options.vocab_file)
     files = _match(input_patterns)

@@ -85,9 +85,9 @@ class UnitMaker:
     imported here, in the worker)."""
 
     def __init__(self, options):
-        from tfrecord_tools import feature_specs  # noqa: PLC0415 -- TensorFlow loads per worker
-        from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker, documents_of  # noqa: PLC0415
-        from tfrecord_tools.tokenization import FullTokenizer  # noqa: PLC0415
+        from tfrecord_tools import feature_specs  # TensorFlow loads per worker
+        from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker, documents_of
+        from tfrecord_tools.tokenization import FullTokenizer
 
         self.options = options
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
@@ -155,7 +155,7 @@ def _init_worker(options, in_pool=False):
     if in_pool:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow as tf  # noqa: PLC0415
+        import tensorflow as tf
 
         tf.config.threading.set_intra_op_parallelism_threads(1)
         tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -166,7 +166,7 @@ def _init_worker(options, in_pool=False):
 def _process_unit(task):
     """Makes one unit's records and writes them to part files, one per output file: record k of
     unit u goes to output (k + u) mod n. Returns (part paths, or None where empty; Summary; bad lines)."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     unit, part_prefix, num_outputs = task
     warnings = []

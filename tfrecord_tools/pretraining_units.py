@@ -33,7 +33,7 @@ class Unit:
 
 def _size(path):
     if "://" in path:
-        import tensorflow as tf  # noqa: PLC0415 -- only remote inputs need it
+        import tensorflow as tf  # only remote inputs need it
 
         return tf.io.gfile.stat(path).length
     return os.path.getsize(path)

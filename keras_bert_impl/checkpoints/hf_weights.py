@@ -157,7 +157,7 @@ def read_safetensors(path):
                 "download? fetch the file again"
             )
         if entry["dtype"] == "BF16":
-            import ml_dtypes  # noqa: PLC0415 -- shipped with TensorFlow; only bf16 files need it
+            import ml_dtypes  # shipped with TensorFlow; only bf16 files need it
 
             dtype = ml_dtypes.bfloat16
         elif entry["dtype"] in _DTYPES:
@@ -225,7 +225,7 @@ def google_to_hf_names(weights, prefix="bert."):
 
 def check_weights_fit(config, weights, source):
     """The weights' shapes (Google's names) against the config they come with."""
-    from keras_bert_impl.checkpoints.init_checkpoint import implied_config  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.init_checkpoint import implied_config
 
     implied = implied_config({name: (name, np.shape(value)) for name, value in weights.items()})
     differ = {key: value for key, value in implied.items() if getattr(config, key) != value}
@@ -265,7 +265,7 @@ _SAFETENSORS_DTYPES = {np.dtype(dtype): name for name, dtype in _DTYPES.items()}
 def write_safetensors(tensors, path):
     """{name: numpy array} -> a `.safetensors` file (8-byte header size, JSON header padded to 8
     bytes, the tensors' bytes in header order), written atomically."""
-    from keras_bert_common.files import atomic_output  # noqa: PLC0415
+    from keras_bert_common.files import atomic_output
 
     header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
     for name in sorted(tensors):
@@ -316,10 +316,10 @@ def write_hf_directory(config, weights, vocab_file, do_lower_case, output_dir, t
     """A transformers model directory from Google-named `weights`: config.json (with
     `architectures`), model.safetensors, vocab.txt and tokenizer_config.json; written under a
     temporary name and renamed. `task` (a `Task` class) says the architecture and its head."""
-    import shutil  # noqa: PLC0415
+    import shutil
 
-    from keras_bert_common.errors import UsageError  # noqa: PLC0415
-    from keras_bert_common.files import atomic_directory  # noqa: PLC0415
+    from keras_bert_common.errors import UsageError
+    from keras_bert_common.files import atomic_directory
 
     model_type, architecture = task.name, task.hf_architecture
     if architecture is None:

@@ -54,7 +54,7 @@ def named_shapes(reader):
     shapes = reader.get_variable_to_shape_map()
     if "_CHECKPOINTABLE_OBJECT_GRAPH" not in shapes:
         return {name: (name, shape) for name, shape in shapes.items()}
-    from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: PLC0415
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
 
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
     graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
@@ -184,7 +184,7 @@ def _variables_under(prefix, path):
     """{node id: a path to it} of every variable an object-based checkpoint holds below `path`
     (e.g. "model/encoder"), read from its object graph: variables are stored once, under whichever
     object saved them first (often the optimizer), so their storage names do not tell."""
-    from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: PLC0415
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
 
     graph = trackable_object_graph_pb2.TrackableObjectGraph()
     graph.ParseFromString(tf.train.load_checkpoint(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))

@@ -169,7 +169,7 @@ def google_to_keras_hub_names(weights, model_type, num_heads):
 
 def _keras_hub():
     try:
-        import keras_hub  # noqa: PLC0415
+        import keras_hub
     except ImportError:
         raise UsageError(
             f"keras-hub is not installed; pip install keras-hub=={KERAS_HUB_VERSION} --no-deps (its BERT layers "
@@ -263,7 +263,7 @@ def write_keras_hub_preset(
 def load_keras_hub_preset(directory):
     """(BertConfig, Google-named weights, vocab file, do_lower_case, model type, label names) of a
     keras-hub BERT preset directory."""
-    from keras_bert_common.files import check_readable_file  # noqa: PLC0415
+    from keras_bert_common.files import check_readable_file
 
     config_path = os.path.join(directory, "config.json")
     check_readable_file(config_path, "--input_dir", "a keras-hub preset's config.json")

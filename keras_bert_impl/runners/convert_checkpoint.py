@@ -22,19 +22,19 @@ FORMATS = ("google", "huggingface", "keras_hub")
 
 def model_type_of(weights):
     """The task model Google-named `weights` hold (the registry's `task_of_weights`), else the encoder."""
-    from keras_bert_impl.tasks.registry import task_of_weights  # noqa: PLC0415
+    from keras_bert_impl.tasks.registry import task_of_weights
 
     return task_of_weights(weights).name
 
 
 def _run_weights(input_dir, config, model_type, label_names):
     """A runner's --output_dir: its newest ckpt-N in its task model, as Google-named weights."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
-    from keras_bert_impl.checkpoints.google_checkpoint import google_weights  # noqa: PLC0415
-    from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint  # noqa: PLC0415
-    from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
-    from keras_bert_impl.tasks.registry import create_task  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.google_checkpoint import google_weights
+    from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
+    from keras_bert_impl.errors import CheckpointMismatchError
+    from keras_bert_impl.tasks.registry import create_task
 
     latest = tf.train.latest_checkpoint(input_dir)
     meta = {}
@@ -60,17 +60,17 @@ def _run_weights(input_dir, config, model_type, label_names):
 def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None, bert_config_file=None):
     """(BertConfig, Google-named weights, vocab file, do_lower_case or None, what a runner's
     directory says: {model_type, label_names}) of `input_dir`."""
-    from keras_bert_common.files import check_readable_file  # noqa: PLC0415
-    from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint, resolve_checkpoint_prefix  # noqa: PLC0415
-    from keras_bert_impl.checkpoints.hf_weights import load_hf_directory  # noqa: PLC0415
-    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
+    from keras_bert_common.files import check_readable_file
+    from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint, resolve_checkpoint_prefix
+    from keras_bert_impl.checkpoints.hf_weights import load_hf_directory
+    from keras_bert_impl.models.bert_config import BertConfig
 
     vocab = vocab_file or os.path.join(
         input_dir, *(("assets", "tokenizer", "vocabulary.txt") if from_format == "keras_hub" else ("vocab.txt",))
     )
     check_readable_file(vocab, "--vocab_file" if vocab_file else "--input_dir", "vocab.txt (or pass --vocab_file)")
     if from_format == "google":
-        import tensorflow as tf  # noqa: PLC0415
+        import tensorflow as tf
 
         config_path = bert_config_file or os.path.join(input_dir, "bert_config.json")
         check_readable_file(
@@ -82,13 +82,13 @@ def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None,
         ):
             weights, found = _run_weights(input_dir, config, model_type, label_names)
             return config, weights, vocab, None, found
-        from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint  # noqa: PLC0415
+        from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint
 
         prefix = resolve_checkpoint_prefix(os.path.join(input_dir, "bert_model.ckpt"))
         check_init_checkpoint(prefix, config, config_path)  # a config of another model: stop, not convert
         return config, read_google_checkpoint(prefix), vocab, None, {}
     if from_format == "keras_hub":
-        from keras_bert_impl.checkpoints.keras_hub_weights import load_keras_hub_preset  # noqa: PLC0415
+        from keras_bert_impl.checkpoints.keras_hub_weights import load_keras_hub_preset
 
         config, weights, vocab, do_lower_case, found_type, labels = load_keras_hub_preset(input_dir)
         return config, weights, vocab_file or vocab, do_lower_case, {"model_type": found_type, "label_names": labels}
@@ -116,11 +116,11 @@ def convert_checkpoint(
 ):
     """Reads `input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
     model type written (`model_type`, or the head the weights hold)."""
-    from keras_bert_common.files import atomic_directory, check_writable  # noqa: PLC0415
-    from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint  # noqa: PLC0415
-    from keras_bert_impl.checkpoints.hf_weights import write_hf_directory  # noqa: PLC0415
-    from keras_bert_impl.tasks.registry import task_class  # noqa: PLC0415
-    from tfrecord_tools.vocab_file import load_vocab_list  # noqa: PLC0415
+    from keras_bert_common.files import atomic_directory, check_writable
+    from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
+    from keras_bert_impl.checkpoints.hf_weights import write_hf_directory
+    from keras_bert_impl.tasks.registry import task_class
+    from tfrecord_tools.vocab_file import load_vocab_list
 
     for flag, value in (("--from", from_format), ("--to", to_format)):
         if value not in FORMATS:
@@ -148,7 +148,7 @@ def convert_checkpoint(
             label_names = [f"LABEL_{index}" for index in range(np.shape(weights[task.label_bias])[0])]
         write_hf_directory(config, weights, vocab, lower, output_dir, task, label_names, force=force)
     elif to_format == "keras_hub":
-        from keras_bert_impl.checkpoints.keras_hub_weights import write_keras_hub_preset  # noqa: PLC0415
+        from keras_bert_impl.checkpoints.keras_hub_weights import write_keras_hub_preset
 
         with atomic_directory(output_dir, force=force) as temporary:
             write_keras_hub_preset(

@@ -100,19 +100,19 @@ def run_extract_features(
     log=print,
 ):
     """extract_features.py: every check first, then one JSON line per input line, written atomically."""
-    import json  # noqa: PLC0415
+    import json
 
-    from keras_bert_common.files import (  # noqa: PLC0415
+    from keras_bert_common.files import (
         atomic_output,
         check_outputs_distinct,
         check_readable_file,
         check_text_files,
         check_writable,
     )
-    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
-    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
-    from keras_bert_impl.models.bert_encoder import BertEncoder  # noqa: PLC0415
-    from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
+    from keras_bert_impl.models.bert_config import BertConfig
+    from keras_bert_impl.models.bert_encoder import BertEncoder
+    from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
     try:
         layer_indexes = [int(x) for x in layers.split(",")]
@@ -144,8 +144,8 @@ def run_extract_features(
             raise UsageError(f"--layers: {index} is outside the model's {config.num_hidden_layers} layers")
     if init_checkpoint:
         log(f"init_checkpoint {init_checkpoint}: {initialize_from_checkpoint(encoder, init_checkpoint).summary()}")
-    from keras_bert_common import stop  # noqa: PLC0415
-    from keras_bert_common.progress import Progress  # noqa: PLC0415
+    from keras_bert_common import stop
+    from keras_bert_common.progress import Progress
 
     progress = Progress(len(examples), "examples", log)
     with atomic_output(output_file) as writer:

@@ -45,7 +45,7 @@ class FineTuningRun(RunSetup):
     """The shared set-up plus the tokenizer, and the fine-tuning checks, all before heavy work."""
 
     def __init__(self, options, log=print, eval_flag="do_eval"):
-        from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint  # noqa: PLC0415
+        from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
         if not (options.do_train or options.do_eval or options.do_predict):
             raise UsageError("at least one of --do_train, --do_eval or --do_predict must be True")
@@ -65,7 +65,7 @@ class FineTuningRun(RunSetup):
         check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
         validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
         if options.export_dir:
-            from keras_bert_impl.serving.export import check_export_dir  # noqa: PLC0415
+            from keras_bert_impl.serving.export import check_export_dir
 
             check_export_dir(options.export_dir, options.force, self.export_source(options))
         if options.num_train_epochs <= 0 and options.do_train:
@@ -227,7 +227,7 @@ class FineTuningRun(RunSetup):
         options = self.options
         if not options.export_dir or not self.trainer.is_chief:
             return None
-        from keras_bert_impl.serving.export import export_saved_model  # noqa: PLC0415
+        from keras_bert_impl.serving.export import export_saved_model
 
         path = export_saved_model(
             self.model,

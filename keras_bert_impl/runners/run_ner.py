@@ -36,8 +36,8 @@ def ner_data(run, data_dir, max_train_sentences=None, seed=12345):
 
 def _subsampled_conll(run, data_dir, max_train_sentences, seed):
     """--max_train_sentences: a seeded sample of the training sentences (in file order)."""
-    from tfrecord_tools.finetuning_data import CONLL_FILES  # noqa: PLC0415
-    from tfrecord_tools.ner_data import ConllReader  # noqa: PLC0415
+    from tfrecord_tools.finetuning_data import CONLL_FILES
+    from tfrecord_tools.ner_data import ConllReader
 
     options = run.options
     staged = os.path.join(options.output_dir, "conll_sample")

@@ -57,7 +57,7 @@ class PretrainingData:
         options, setup = self.options, self.setup
         example_fn = None
         if self.dynamic:
-            from tfrecord_tools.dynamic_masking import masker  # noqa: PLC0415
+            from tfrecord_tools.dynamic_masking import masker
 
             # Each worker's stream gets its own masks; evaluation always the same ones.
             seed = options.random_seed * 1000 + setup.pipeline_id if self.is_training else 0

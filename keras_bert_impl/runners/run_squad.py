@@ -210,7 +210,7 @@ def squad_metric_names(version_2_with_negative):
 
 def _split_words(text_tokenizer, texts):
     """Google's BasicTokenizer words of each text (our graph splitter, batched)."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     words = text_tokenizer.split_words(tf.constant([text.encode("utf-8") for text in texts]))
     return [[word.decode("utf-8") for word in row] for row in words.to_list()]

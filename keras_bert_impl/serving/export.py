@@ -166,11 +166,11 @@ def build_and_export(
 ):
     """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the
     export location), then the task model from config + checkpoint, then `export_saved_model`."""
-    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint  # noqa: PLC0415
-    from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
-    from keras_bert_impl.models.bert_config import BertConfig  # noqa: PLC0415
-    from keras_bert_impl.tasks.registry import create_task  # noqa: PLC0415
-    from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list  # noqa: PLC0415
+    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
+    from keras_bert_impl.errors import CheckpointMismatchError
+    from keras_bert_impl.models.bert_config import BertConfig
+    from keras_bert_impl.tasks.registry import create_task
+    from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
     config = BertConfig.from_json_file(bert_config_file)
     config.check_max_seq_length(max_seq_length, bert_config_file)
@@ -181,7 +181,7 @@ def build_and_export(
     source = "init_checkpoint:" + (os.path.abspath(init_checkpoint) if init_checkpoint else "random weights")
     check_export_dir(export_dir, force, source)
     if tflite_file:
-        from keras_bert_impl.serving.tflite import check_tflite_options  # noqa: PLC0415
+        from keras_bert_impl.serving.tflite import check_tflite_options
 
         check_tflite_options(tflite_file, tflite_quantization)
     if init_checkpoint:
@@ -213,7 +213,7 @@ def build_and_export(
         model, task, vocab_file, do_lower_case, export_dir, variable_seq_length, force, source=source, log=log
     )
     if tflite_file:
-        from keras_bert_impl.serving.tflite import convert_to_tflite  # noqa: PLC0415
+        from keras_bert_impl.serving.tflite import convert_to_tflite
 
         size = convert_to_tflite(export_dir, tflite_file, tflite_quantization)
         log(f"wrote {tflite_file} ({tflite_quantization}, {size / 2**20:.1f} MiB): token ids in, signature serve_ids")

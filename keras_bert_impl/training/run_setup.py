@@ -87,7 +87,7 @@ def cpu_has_bfloat16_instructions(cpuinfo_path=None):
 def check_has_weights(options):
     """Evaluating, predicting or exporting without training needs weights: a checkpoint in
     --output_dir or --init_checkpoint. Random weights only with --allow_random_weights."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
 
     if options.do_train or options.init_checkpoint or options.allow_random_weights:
         return
@@ -148,7 +148,7 @@ class RunSetup:
         (warn or self.log)(f"warning: {message}" if warn is None else message)
 
     def _warn_if_bfloat16_is_emulated(self):
-        import tensorflow as tf  # noqa: PLC0415
+        import tensorflow as tf
 
         if self.options.mixed_precision != "mixed_bfloat16" or any(
             tf.config.list_logical_devices(kind) for kind in ("GPU", "TPU")

@@ -294,7 +294,7 @@ class Trainer:
         try:
             yield
         except (ValueError, AssertionError, tf.errors.OpError) as error:
-            from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
+            from keras_bert_impl.errors import CheckpointMismatchError
 
             first = str(getattr(error, "message", error)).strip().splitlines()[0]
             if "dataset iterator" in first or "DeserializeIterator" in first:
@@ -345,7 +345,7 @@ class Trainer:
             saved = json.loads(read_bytes(path))
             changed = [flag for flag, value in input_flags.items() if flag in saved and saved[flag] != value]
             if changed:
-                from keras_bert_impl.errors import CheckpointMismatchError  # noqa: PLC0415
+                from keras_bert_impl.errors import CheckpointMismatchError
 
                 def shown(value):
                     return describe_files(value) if isinstance(value, list) else value
