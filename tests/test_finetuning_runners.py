@@ -367,3 +367,25 @@ def test_export_saved_model_rerun_keeps_its_own_export(model_dir, tmp_path):
     (tmp_path / "foreign").mkdir()
     with pytest.raises(FileExistsError, match="foreign: already exists and was not exported from .*; pass --force"):
         build_and_export(**{**flags, "export_dir": str(tmp_path / "foreign")}, log=logs.append)
+
+
+def test_periodic_evaluations_reuse_their_traces(model_dir, tmp_path):
+    """predict() keeps one tf.function per bucket length across calls: an evaluation every N
+    steps traces once, not once per evaluation."""
+    from keras_bert_impl.runners.finetuning import FineTuningRun
+    from keras_bert_impl.tasks.registry import create_task
+
+    run = FineTuningRun(_options(model_dir, tmp_path / "out", do_eval=True), log=lambda _: None)
+    run.build_for(create_task("classifier", run.config, 16, label_names=["a", "b"]))
+    rng = np.random.default_rng(0)
+    mask = (np.arange(16)[None, :] < rng.integers(3, 16, size=(7, 1))).astype(np.int64)
+    features = {
+        "input_ids": rng.integers(5, len(VOCAB), size=(7, 16)) * mask,
+        "input_mask": mask,
+        "segment_ids": np.zeros((7, 16), np.int64),
+    }
+    first = run.predict(features, 3)["logits"]
+    steps = dict(run._predict_steps)
+    second = run.predict(features, 3)["logits"]
+    assert np.array_equal(first, second) and run._predict_steps == steps
+    assert all(step.experimental_get_tracing_count() == 1 for step in steps.values())

@@ -72,6 +72,7 @@ class FineTuningRun(RunSetup):
             raise UsageError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
         super().__init__(options, log, eval_flag)
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
+        self._predict_steps = {}  # bucket length -> its prediction tf.function
         self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
 
     @staticmethod
@@ -172,8 +173,9 @@ class FineTuningRun(RunSetup):
         lengths = self.task.sequence_lengths({"input_mask": features["input_mask"]}).numpy()
         max_seq_length = self.options.max_seq_length
         batches = prediction_batches(lengths, batch_size, max_seq_length, not self.options.pad_to_max_seq_length)
-        # One tf.function per bucket length: static shapes for XLA and TPUs, and no retracing.
-        steps = {}
+        # One tf.function per bucket length, kept across calls: static shapes for XLA and TPUs, and
+        # periodic evaluations reuse the traces instead of tracing again.
+        steps = self._predict_steps
         outputs = {}
         for indices, length in batches:
             if length not in steps:
