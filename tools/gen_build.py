@@ -191,7 +191,8 @@ def main():
         files = []
         for parts in re.findall(r"os\.path\.join\(REPO_ROOT, ((?:\"[^\"]+\",\s*)*\"[^\"]+\")\)", source):
             relative = "/".join(re.findall(r'"([^"]+)"', parts))
-            if os.path.isfile(os.path.join(ROOT, relative)) and not relative.endswith(".py"):
+            # Not the environments (.venv-interop/bin/python): they are not in a checkout.
+            if os.path.isfile(os.path.join(ROOT, relative)) and not relative.endswith(".py") and relative[0] != ".":
                 files.append(relative)
         if name in TEST_DATA_GLOBS:  # its globs take its files (a label twice is an error)
             files = []
