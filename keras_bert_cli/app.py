@@ -26,6 +26,7 @@ from absl import app, flags, logging
 
 from keras_bert_common import stop
 from keras_bert_common.errors import Interrupted, UsageError
+from keras_bert_common.files import final_name
 
 FLAGS = flags.FLAGS
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
@@ -186,11 +187,6 @@ def _exit_interrupted(name, interrupt):
     sys.exit(EXIT_CODES.get(interrupt.signal_name, 130))
 
 
-def _final_name(path):
-    """The output a temporary name stands for (`out.tfrecord.tmp-123.unit0.part1` -> `out.tfrecord`)."""
-    return re.sub(r"\.tmp-\d+.*$", "", str(path))
-
-
 def _readable(text):
     """TensorFlow's messages without their graph internals, on their most telling line."""
     text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)  # {{function_node __wrapped__...}}
@@ -209,7 +205,7 @@ def one_line(error):
         if not where:
             found = re.search(r"(/[^\s;:'\"]+)", re.sub(r"\{\{[^}]*\}\}", "", text))
             where = found.group(1) if found else None
-        prefix = f"{_final_name(where)}: " if where else ""
+        prefix = f"{final_name(where)}: " if where else ""
         return f"{prefix}no space left on device; free some space or choose another output location"
     if isinstance(error, OSError) and error.filename and not text.startswith(str(error.filename)):
         return f"{error.filename}: {error.strerror or error}"

@@ -41,6 +41,11 @@ def temporary_name(path):
 _TEMPORARY = re.compile(r"\.tmp-(\d+)")
 
 
+def final_name(path):
+    """The output a temporary name stands for (`out.tfrecord.tmp-123.unit0.part1` -> `out.tfrecord`)."""
+    return re.sub(_TEMPORARY.pattern + ".*$", "", str(path))
+
+
 def is_temporary(path):
     """A writer's unfinished output (`temporary_name`, or a part of one): never an input."""
     return _TEMPORARY.search(os.path.basename(str(path))) is not None

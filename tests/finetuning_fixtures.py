@@ -3,6 +3,7 @@ directory (a module-scoped fixture), the runners' options and small learnable da
 task's raw format (MRPC TSV, SQuAD JSON, CoNLL, SWAG CSV)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.runners.finetuning import FineTuningOptions
-from tests.conftest import tiny_bert_config
+from tests.conftest import REPO_ROOT, tiny_bert_config
 
 WORDS = [
     "good",
@@ -147,3 +148,15 @@ def _swag(tmp_path, endings=("sat on the mat .,ran far away .,is a film .,was aw
     for name in ("train.csv", "val.csv"):
         (data / name).write_text(header + "\n".join(rows[i % 2].format(i=i) for i in range(8)) + "\n")
     return data
+
+
+def classifier_command(model_dir, data):
+    """run_classifier.py on MRPC-format `data` with the fixture model's vocab and config: the
+    start of every command-line test's arguments."""
+    return [
+        os.path.join(REPO_ROOT, "run_classifier.py"),
+        "--task_name=MRPC",
+        f"--data_dir={data}",
+        f"--vocab_file={model_dir}/vocab.txt",
+        f"--bert_config_file={model_dir}/bert_config.json",
+    ]

@@ -17,6 +17,7 @@ from tests.finetuning_fixtures import (  # noqa: F401 -- model_dir: a fixture
     _options,
     _squad_file,
     _swag,
+    classifier_command,
     model_dir,
 )
 
@@ -92,11 +93,7 @@ def test_run_classifier_command_line(model_dir, tmp_path):
     data = _mrpc(tmp_path)
     args = [
         sys.executable,
-        os.path.join(REPO_ROOT, "run_classifier.py"),
-        "--task_name=MRPC",
-        f"--data_dir={data}",
-        f"--vocab_file={model_dir}/vocab.txt",
-        f"--bert_config_file={model_dir}/bert_config.json",
+        *classifier_command(model_dir, data),
         f"--output_dir={tmp_path}/cli",
         "--do_eval",
         "--max_seq_length=16",
@@ -313,11 +310,7 @@ def test_run_classifier_rerun_after_export(model_dir, tmp_path):
     written = (export / "saved_model.pb").stat().st_mtime_ns
     args = [
         sys.executable,
-        os.path.join(REPO_ROOT, "run_classifier.py"),
-        "--task_name=MRPC",
-        f"--data_dir={data}",
-        f"--vocab_file={model_dir}/vocab.txt",
-        f"--bert_config_file={model_dir}/bert_config.json",
+        *classifier_command(model_dir, data),
         f"--init_checkpoint={model_dir}/bert_model.ckpt",
         "--do_train",
         "--do_eval",

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT, subprocess_env
-from tests.finetuning_fixtures import _mrpc, model_dir  # noqa: F401 -- model_dir: a fixture
+from tests.finetuning_fixtures import _mrpc, classifier_command, model_dir  # noqa: F401 -- model_dir: a fixture
 from tests.pretraining_fixtures import as_argv, make_pretraining_setup, pretraining_flags
 
 PRETRAINING = os.path.join(REPO_ROOT, "run_pretraining.py")
@@ -150,11 +150,7 @@ def test_fine_tuning_ctrl_c_stops_with_one_line(model_dir, tmp_path):  # noqa: F
     data = _mrpc(tmp_path)
     process = _start(
         [
-            os.path.join(REPO_ROOT, "run_classifier.py"),
-            "--task_name=MRPC",
-            f"--data_dir={data}",
-            f"--vocab_file={model_dir}/vocab.txt",
-            f"--bert_config_file={model_dir}/bert_config.json",
+            *classifier_command(model_dir, data),
             f"--init_checkpoint={model_dir}/bert_model.ckpt",
             f"--output_dir={tmp_path}/out",
             "--do_train",

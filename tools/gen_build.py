@@ -175,7 +175,11 @@ def main():
             extra.append('tags = ["manual"]')
         deps = [target_name(d) for d in local_imports(path)]
         # Runner scripts a test starts as subprocesses are data; their libraries are deps.
-        source = open(os.path.join(ROOT, path), encoding="utf-8").read()
+        # The test's own text and its test helpers' (a helper may build the command it runs).
+        source = "".join(
+            open(os.path.join(ROOT, p), encoding="utf-8").read()
+            for p in [path, *(d for d in local_imports(path) if d.startswith("tests/"))]
+        )
         scripts = [
             b
             for b in BINARIES
