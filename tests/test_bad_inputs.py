@@ -1,18 +1,19 @@
 """Every command-line tool on every class of bad input: a non-zero exit, no Python traceback, a last
 line naming the file (or flag) at fault, and nothing new left in the output location.
 
-The cases run as subprocesses, three at a time, in one module fixture; each test checks one case.
+The cases run three at a time in one module fixture, each a fork of one process that imported
+TensorFlow once (tests/tool_forker.py: a fresh interpreter per case cost five seconds of imports each).
 Classes: missing file, unreadable (a directory where a file belongs), non-writable output (a
 read-only tmpfs where the test can mount one, else a path under a file), malformed JSON / TSV /
 CoNLL / CSV / corpus / vocab / config, empty input, mismatched vocab / config / checkpoint / data,
 records whose length differs from the flags, an existing output, and disk full (a 256 KB tmpfs).
 """
 
-import concurrent.futures
 import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -1303,19 +1304,34 @@ def _disk_full_cases(world):
     ]
 
 
-def _run(case):
-    case_id, tool, args, _, _ = case
+def _run_all(cases):
+    """{case id: CompletedProcess-like result}: every case as a fork of one process that imported
+    TensorFlow once (tests/tool_forker.py), three at a time."""
     env = dict(os.environ, PYTHONPATH=REPO_ROOT)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the tools' own default: quiet
-    script = TOOLS[tool].split() if TOOLS[tool].startswith("-m ") else [os.path.join(REPO_ROOT, TOOLS[tool])]
-    return case_id, subprocess.run(
-        [sys.executable, *script, *args],
+    jobs = [
+        {
+            "id": case_id,
+            "argv": [
+                *(TOOLS[tool].split() if TOOLS[tool].startswith("-m ") else [os.path.join(REPO_ROOT, TOOLS[tool])]),
+                *args,
+            ],
+            "cwd": str(REPO_ROOT),
+            "env": env,
+        }
+        for case_id, tool, args, _, _ in cases
+    ]
+    forker = subprocess.run(
+        [sys.executable, "-m", "tests.tool_forker", "--jobs", "3"],
+        input=json.dumps(jobs),
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
         cwd=str(REPO_ROOT),
+        timeout=900,
     )
+    assert forker.returncode == 0, forker.stderr[-3000:]
+    return {case_id: types.SimpleNamespace(**result) for case_id, result in json.loads(forker.stdout).items()}
 
 
 def _listing(directory):
@@ -1339,8 +1355,7 @@ def outcomes(tmp_path_factory):
     before = {case[0]: _listing(case[4]) for case in cases}
     existing_export = (root / "existing_export" / "saved_model.pb").read_text()
     try:
-        with concurrent.futures.ThreadPoolExecutor(3) as pool:
-            results = dict(pool.map(_run, cases))
+        results = _run_all(cases)
         after = {case[0]: _listing(case[4]) for case in cases}
         assert (root / "existing_export" / "saved_model.pb").read_text() == existing_export
         yield {case[0]: (case, results[case[0]], before[case[0]], after[case[0]]) for case in cases}, world

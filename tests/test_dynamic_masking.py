@@ -153,6 +153,7 @@ def test_the_pipeline_gives_the_static_schema(corpus):
     assert os.path.getsize(ten) > 8 * os.path.getsize(dynamic)
 
 
+@pytest.mark.slow  # the default suite's test_masked_lm_only kill -9 test resumes dynamic masking too
 def test_pretraining_on_dynamic_records_resumes_exactly_after_kill_9(corpus, tmp_path):
     root, vocab = corpus
     dynamic, _ = _make(root, "train_dynamic.tfrecord", dynamic_masking=True, dupe_factor=1)

@@ -14,6 +14,7 @@ from keras_bert_impl.checkpoints.keras_hub_weights import (
     keras_hub_to_google_names,
 )
 from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+from keras_bert_impl.tasks.registry import TASKS
 from tests.conftest import minilm_directory, tiny_bert_config
 
 keras_hub = pytest.importorskip("keras_hub")
@@ -81,13 +82,14 @@ def _keras_hub_model(task_name, config):
 def test_every_weight_is_named_once_and_the_round_trip_is_exact(task_name, kwargs):
     config = tiny_bert_config(99)
     ours = google_weights(_model(task_name, config, **kwargs))
-    tensors = google_to_keras_hub_names(ours, task_name, config.num_attention_heads)
+    class_name = TASKS[task_name].keras_hub_class
+    tensors = google_to_keras_hub_names(ours, class_name, config.num_attention_heads)
     want = {variable.path: tuple(variable.shape) for variable in _keras_hub_model(task_name, config).weights}
     assert {path: value.shape for path, value in tensors.items()} == want
     # keras-hub's BertMaskedLM has no next-sentence head; nothing else is left out.
     carried = {name: value for name, value in ours.items() if not name.startswith("cls/seq_relationship/")}
     assert len(carried) == len(ours) - (2 if task_name == "pretrainer" else 0)
-    back = keras_hub_to_google_names(tensors, task_name, "test")
+    back = keras_hub_to_google_names(tensors, class_name, "test")
     assert back.keys() == carried.keys()
     for name in carried:
         assert np.array_equal(back[name], carried[name]), name

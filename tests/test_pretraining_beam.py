@@ -28,7 +28,9 @@ def _records(pattern):
     return collections.Counter(record.numpy() for record in tf.data.TFRecordDataset(sorted(glob.glob(pattern))))
 
 
-@pytest.mark.parametrize("dynamic", [False, True])
+# The Beam run with dynamic masking is in the slow suite (40 s); dynamic records, their schema and
+# masking are tested fast through the local tool in tests/test_dynamic_masking.py.
+@pytest.mark.parametrize("dynamic", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_beam_direct_runner_writes_what_the_local_tool_writes(tmp_path, dynamic):
     setup = make_pretraining_setup(str(tmp_path / "data"))
     flags = [

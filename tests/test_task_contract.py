@@ -2,6 +2,7 @@
 Trainer and a runner-style call with no library change; and the runners read the data directories
 create_finetuning_data writes, with no TSV present."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -171,7 +172,7 @@ def test_a_misspelled_task_option_is_an_error():
 
 def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
     """A new kind, declared and registered in this file alone: export_saved_model serves it and
-    convert_checkpoint writes it for transformers, with no other change."""
+    convert_checkpoint writes it for transformers and keras-hub, with no other change."""
     import json
 
     from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
@@ -187,8 +188,7 @@ def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
 
         name = "stance"
 
-    monkeypatch.setattr(registry, "TASKS", dict(registry.TASKS))
-    registry.register(StanceTask)
+    monkeypatch.setitem(registry.TASKS, StanceTask.name, StanceTask)
     (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     config = tiny_bert_config(len(VOCAB))
     config.to_json_file(str(tmp_path / "bert_config.json"))
@@ -216,3 +216,16 @@ def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
     hf_config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert written == "stance" and hf_config["architectures"] == ["BertForSequenceClassification"]
     assert hf_config["id2label"] == {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}
+    if importlib.util.find_spec("keras_hub") is None:
+        return
+    import keras_hub
+
+    convert_checkpoint(
+        "google", "keras_hub", str(tmp_path / "google"), str(tmp_path / "hub"), model_type="stance", log=lambda _: None
+    )
+    hub = keras_hub.models.BertTextClassifier.from_preset(str(tmp_path / "hub"), preprocessor=None)
+    ids = np.array([[2, 7, 9, 3]], np.int32)
+    ones, zeros = np.ones_like(ids), np.zeros_like(ids)
+    ours = model({"input_ids": ids, "input_mask": ones, "segment_ids": zeros})["logits"]
+    theirs = hub({"token_ids": ids, "padding_mask": ones, "segment_ids": zeros})
+    np.testing.assert_allclose(np.asarray(theirs), np.asarray(ours), atol=1e-5)

@@ -23,16 +23,8 @@ from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.models.bert_config import BertConfig
 
 KERAS_HUB_VERSION = "0.32.0"
-# Our model types -> the keras-hub class whose preset holds them.
-# keras-hub's BertMaskedLM is our masked_lm; a pretrainer goes to it without its next-sentence head.
-TASK_CLASSES = {
-    "encoder": "BertBackbone",
-    "masked_lm": "BertMaskedLM",
-    "pretrainer": "BertMaskedLM",
-    "classifier": "BertTextClassifier",
-}
-# The other way: what each keras-hub class reads back as.
-MODEL_TYPES = {"BertBackbone": "encoder", "BertMaskedLM": "masked_lm", "BertTextClassifier": "classifier"}
+# Which keras-hub class holds a task is the task's `keras_hub_class` (None: keras-hub has none);
+# the tables below are keyed by keras-hub's class names, never by ours.
 
 # (keras-hub path, Google name, layout): `{i}` a layer, `{qkv}` query/key/value. Layouts:
 # "same"; "heads_in" [H, H] <-> [H, N, D]; "heads_bias" [H] <-> [N, D]; "heads_out" [H, H] <->
@@ -98,9 +90,9 @@ _MLM_HEAD_ROWS = (
     ("mlm_head/output_bias", "cls/predictions/output_bias", "same"),
 )
 HEAD_ROWS = {
-    "masked_lm": _MLM_HEAD_ROWS,
-    "pretrainer": _MLM_HEAD_ROWS,
-    "classifier": (
+    "BertBackbone": (),
+    "BertMaskedLM": _MLM_HEAD_ROWS,
+    "BertTextClassifier": (
         ("logits/kernel", "output_weights", "transposed"),
         ("logits/bias", "output_bias", "same"),
     ),
@@ -109,7 +101,7 @@ HEAD_ROWS = {
 NOT_CARRIED = re.compile(r"^cls/seq_relationship/")
 
 
-_ROWS = {model_type: compile_rows(ENCODER_ROWS + HEAD_ROWS.get(model_type, ())) for model_type in TASK_CLASSES}
+_ROWS = {class_name: compile_rows(ENCODER_ROWS + rows) for class_name, rows in HEAD_ROWS.items()}
 
 
 def _to_keras_hub_layout(value, layout, num_heads):
@@ -137,11 +129,11 @@ def _to_google_layout(value, layout):
     return value
 
 
-def keras_hub_to_google_names(tensors, model_type, source):
-    """{keras-hub path: array} -> {Google name: array}; every path must match one row."""
+def keras_hub_to_google_names(tensors, class_name, source):
+    """{keras-hub path: array} of a `class_name` model -> {Google name: array}; every path must match one row."""
     weights, unknown = {}, []
     for path, value in tensors.items():
-        google, row = rename(path, _ROWS[model_type], to_google=True)
+        google, row = rename(path, _ROWS[class_name], to_google=True)
         if google is None:
             unknown.append(path)
         else:
@@ -151,19 +143,20 @@ def keras_hub_to_google_names(tensors, model_type, source):
     return weights
 
 
-def google_to_keras_hub_names(weights, model_type, num_heads):
-    """{Google name: array} -> {keras-hub path: array}; names keras-hub cannot hold are left out."""
+def google_to_keras_hub_names(weights, class_name, num_heads):
+    """{Google name: array} -> {keras-hub path: array} of a `class_name` model; names keras-hub
+    cannot hold are left out."""
     tensors, unknown = {}, []
     for name, value in weights.items():
         if NOT_CARRIED.match(name):
             continue
-        path, row = rename(name, _ROWS[model_type], to_google=False)
+        path, row = rename(name, _ROWS[class_name], to_google=False)
         if path is None:
             unknown.append(name)
         else:
             tensors[path] = _to_keras_hub_layout(np.asarray(value), row[4], num_heads)
     if unknown:
-        raise CheckpointMismatchError(f"weights a keras-hub {TASK_CLASSES[model_type]} has no place for: {unknown[:5]}")
+        raise CheckpointMismatchError(f"weights a keras-hub {class_name} has no place for: {unknown[:5]}")
     return tensors
 
 
@@ -210,15 +203,10 @@ def backbone_config_to_bert_config(values, source):
         raise UsageError(f"{source}: a BertBackbone config needs {missing}; is this a keras-hub BERT preset?") from None
 
 
-def write_keras_hub_preset(
-    config, weights, vocab_file, do_lower_case, directory, model_type, label_names=None, warn=print
-):
-    """A keras-hub preset directory (written by keras-hub) of `model_type` from Google-named weights."""
-    if model_type not in TASK_CLASSES:
-        raise UsageError(
-            f"--model_type={model_type}: keras-hub has no BERT task for it; use one of {', '.join(TASK_CLASSES)} "
-            "(encoder writes the backbone alone)"
-        )
+def write_keras_hub_preset(config, weights, vocab_file, do_lower_case, directory, task, label_names=None, warn=print):
+    """A keras-hub preset directory (written by keras-hub) of `task` (a `Task` class whose
+    `keras_hub_class` is one of HEAD_ROWS) from Google-named weights."""
+    class_name = task.keras_hub_class
     keras_hub = _keras_hub()
     if config.hidden_act != "gelu":
         warn(
@@ -229,20 +217,20 @@ def write_keras_hub_preset(
         warn("keras-hub's BertMaskedLM has no next-sentence head: cls/seq_relationship is not written")
     backbone = keras_hub.models.BertBackbone(**bert_config_to_backbone_kwargs(config))
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=do_lower_case)
-    if model_type == "encoder":
+    if class_name == "BertBackbone":
         model = backbone
-    elif model_type in ("masked_lm", "pretrainer"):
+    elif class_name == "BertMaskedLM":
         preprocessor = keras_hub.models.BertMaskedLMPreprocessor(
             tokenizer, sequence_length=config.max_position_embeddings
         )
         model = keras_hub.models.BertMaskedLM(backbone, preprocessor=preprocessor)
     else:
-        num_classes = np.shape(weights["output_weights"])[0]
+        num_classes = np.shape(weights[task.label_bias])[0]
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
             tokenizer, sequence_length=config.max_position_embeddings
         )
         model = keras_hub.models.BertTextClassifier(backbone, num_classes=num_classes, preprocessor=preprocessor)
-    tensors = google_to_keras_hub_names(weights, model_type, config.num_attention_heads)
+    tensors = google_to_keras_hub_names(weights, class_name, config.num_attention_heads)
     variables = {variable.path: variable for variable in model.weights}
     missing = sorted(set(variables) - set(tensors))
     if missing:
@@ -253,7 +241,7 @@ def write_keras_hub_preset(
             raise CheckpointMismatchError(f"{path}: shape {value.shape} does not fit keras-hub's {have}")
         variables[path].assign(value.astype(variables[path].dtype))
     model.save_to_preset(directory)
-    if model_type == "encoder":
+    if class_name == "BertBackbone":
         tokenizer.save_to_preset(directory)
     if label_names:
         with open(os.path.join(directory, "labels.json"), "w", encoding="utf-8") as writer:
@@ -261,8 +249,8 @@ def write_keras_hub_preset(
 
 
 def load_keras_hub_preset(directory):
-    """(BertConfig, Google-named weights, vocab file, do_lower_case, model type, label names) of a
-    keras-hub BERT preset directory."""
+    """(BertConfig, Google-named weights, vocab file, do_lower_case, keras-hub class name, label
+    names) of a keras-hub BERT preset directory."""
     from keras_bert_common.files import check_readable_file
 
     config_path = os.path.join(directory, "config.json")
@@ -272,19 +260,18 @@ def load_keras_hub_preset(directory):
     if backbone_config.get("class_name") != "BertBackbone":
         raise UsageError(f"{config_path}: holds a {backbone_config.get('class_name')}, not a keras-hub BertBackbone")
     config = backbone_config_to_bert_config(backbone_config.get("config", {}), config_path)
-    model_type = "encoder"
+    class_name = "BertBackbone"
     task_path = os.path.join(directory, "task.json")
     if os.path.isfile(task_path):
         with open(task_path, encoding="utf-8") as reader:
-            task_class = json.load(reader).get("class_name")
-        if task_class not in MODEL_TYPES:
-            raise UsageError(f"{task_path}: a {task_class}; we read {', '.join(MODEL_TYPES)}")
-        model_type = MODEL_TYPES[task_class]
+            class_name = json.load(reader).get("class_name")
+        if class_name not in HEAD_ROWS:
+            raise UsageError(f"{task_path}: a {class_name}; we read {', '.join(HEAD_ROWS)}")
     keras_hub = _keras_hub()
-    model_class = getattr(keras_hub.models, TASK_CLASSES[model_type])
-    model = model_class.from_preset(directory, **({"preprocessor": None} if model_type != "encoder" else {}))
+    model_class = getattr(keras_hub.models, class_name)
+    model = model_class.from_preset(directory, **({"preprocessor": None} if class_name != "BertBackbone" else {}))
     tensors = {variable.path: np.asarray(variable) for variable in model.weights}
-    weights = keras_hub_to_google_names(tensors, model_type, directory)
+    weights = keras_hub_to_google_names(tensors, class_name, directory)
     vocab = os.path.join(directory, "assets", "tokenizer", "vocabulary.txt")
     do_lower_case = None
     tokenizer_path = os.path.join(directory, "tokenizer.json")
@@ -296,4 +283,4 @@ def load_keras_hub_preset(directory):
     if os.path.isfile(labels_path):
         with open(labels_path, encoding="utf-8") as reader:
             labels = json.load(reader)
-    return config, weights, vocab, do_lower_case, model_type, labels
+    return config, weights, vocab, do_lower_case, class_name, labels

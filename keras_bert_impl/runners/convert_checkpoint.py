@@ -90,8 +90,9 @@ def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None,
     if from_format == "keras_hub":
         from keras_bert_impl.checkpoints.keras_hub_weights import load_keras_hub_preset
 
-        config, weights, vocab, do_lower_case, found_type, labels = load_keras_hub_preset(input_dir)
-        return config, weights, vocab_file or vocab, do_lower_case, {"model_type": found_type, "label_names": labels}
+        # The preset's class says which head it has; the task is the one holding that head.
+        config, weights, vocab, do_lower_case, _, labels = load_keras_hub_preset(input_dir)
+        return config, weights, vocab_file or vocab, do_lower_case, {"label_names": labels}
     config, weights = load_hf_directory(input_dir)
     do_lower_case = None
     tokenizer_config = os.path.join(input_dir, "tokenizer_config.json")
@@ -148,11 +149,26 @@ def convert_checkpoint(
             label_names = [f"LABEL_{index}" for index in range(np.shape(weights[task.label_bias])[0])]
         write_hf_directory(config, weights, vocab, lower, output_dir, task, label_names, force=force)
     elif to_format == "keras_hub":
-        from keras_bert_impl.checkpoints.keras_hub_weights import write_keras_hub_preset
+        from keras_bert_impl.checkpoints.keras_hub_weights import HEAD_ROWS, write_keras_hub_preset
+        from keras_bert_impl.tasks.registry import TASKS
+
+        if task_class(model_type).keras_hub_class not in HEAD_ROWS:
+            held = [name for name, cls in TASKS.items() if cls.keras_hub_class in HEAD_ROWS]
+            raise UsageError(
+                f"--model_type={model_type}: keras-hub has no BERT task for it; use one of {', '.join(held)} "
+                "(encoder writes the backbone alone)"
+            )
 
         with atomic_directory(output_dir, force=force) as temporary:
             write_keras_hub_preset(
-                config, weights, vocab, lower, temporary, model_type, label_names, warn=getattr(log, "warning", log)
+                config,
+                weights,
+                vocab,
+                lower,
+                temporary,
+                task_class(model_type),
+                label_names,
+                warn=getattr(log, "warning", log),
             )
     else:
         with atomic_directory(output_dir, force=force) as temporary:

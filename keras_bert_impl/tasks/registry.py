@@ -30,14 +30,6 @@ TASKS = {
 }
 
 
-def register(task_class):
-    """Adds a `Task` subclass under its `name` (usable as a decorator)."""
-    if not task_class.name:
-        raise ValueError(f"{task_class.__name__} has no name")
-    TASKS[task_class.name] = task_class
-    return task_class
-
-
 def task_class(name, flag="--model_type"):
     """The registered `Task` class called `name`, or one line naming the known ones."""
     if name not in TASKS:
