@@ -1,7 +1,7 @@
 """create_pretraining_data at scale: ours (1 and 2 local workers, Beam's DirectRunner) against
 Google's algorithm (tf-models-official's create_pretraining_data), in one run.
 
-    .venv/bin/python bench/create_pretraining_data_bench.py [--copies=12] [--beam_copies=4] [--dupe_factor=5]
+    .venv/bin/python -m bench.create_pretraining_data_bench [--copies=12] [--beam_copies=4] [--dupe_factor=5]
 
 Corpus: `--copies` copies of the real corpora in ../shared/data/corpus (Wikipedia excerpt, Brown,
 Jane Austen, Moby Dick: 13.7 MB a copy), one file. Ours runs as users run it, the command line in a

@@ -2,7 +2,7 @@
 path, fine-tuned with Google's recipe (AdamW, lr 5e-5, warmup 10%, batch 32, 3 epochs, seq 128)
 on the data in ../shared/data; prints and saves each task's metrics and wall time.
 
-    .venv/bin/python bench/finetune_acceptance.py [--tasks=mrpc,sst2,conll,squad] [--output_root=/tmp/acceptance]
+    .venv/bin/python -m bench.finetune_acceptance [--tasks=mrpc,sst2,conll,squad] [--output_root=/tmp/acceptance]
 
 --random_weights fine-tunes the same architecture from random weights (with --learning_rate and
 --seed): beside the real weights, what pretraining gives fine-tuning.
@@ -15,7 +15,6 @@ import random
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SHARED_DATA = os.path.join(

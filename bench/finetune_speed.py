@@ -3,7 +3,7 @@
 pipeline, on the same MiniLM weights (Google-checkpoint path) at the acceptance settings (lr 5e-5,
 batch 32, 3 epochs, seq 128, warmup 10%); training plus dev evaluation, with dev accuracy.
 
-    .venv/bin/python bench/finetune_speed.py [--tasks=mrpc,sst2] [--output_root=/tmp/finetune_speed]
+    .venv/bin/python -m bench.finetune_speed [--tasks=mrpc,sst2] [--output_root=/tmp/finetune_speed]
         [--runs=ours_bucketed,ours_padded,model_garden]
 
 Model Garden's peer runs as its users run it: `classifier_data_lib`'s `InputExample` and
@@ -18,11 +18,9 @@ import csv
 import json
 import os
 import shutil
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from bench.finetune_acceptance import SHARED_DATA, google_model_dir, run_mrpc, run_sst2, sst2_sample  # noqa: E402
@@ -54,7 +52,7 @@ def model_garden(task, model_dir, root):
     from official.nlp.tools import tokenization
 
     from keras_bert_impl.models.bert_config import BertConfig
-    from tests.model_garden_reference import model_garden_encoder
+    from peers.model_garden_reference import model_garden_encoder
 
     seq, batch_size = SETTINGS["max_seq_length"], SETTINGS["batch_size"]
     # classifier_data_lib's GLUE processors read TFDS (a download); its InputExample from the same TSVs.

@@ -1,7 +1,7 @@
 """The XLA-fused kernels (`keras_bert_impl/layers/fused.py`) against the TensorFlow/Keras ops they
 replace, forward and backward, at BERT-mini's training shapes, in one run:
 
-    .venv/bin/python bench/fused_kernels.py [--threads=1] [--precision=float32,bfloat16]
+    .venv/bin/python -m bench.fused_kernels [--threads=1] [--precision=float32,bfloat16]
 
 - GELU (tanh form) between the feed-forward matmuls: [32, 128, 256] -> 1024 -> 256, the same
   matmuls either way, so the difference is the activation's passes over [32, 128, 1024];
@@ -14,18 +14,16 @@ Each is a whole `tf.function` (forward, gradient); interleaved rounds, best of e
 import argparse
 import contextlib
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import tensorflow as tf
 
-from keras_bert_impl.layers.activations import gelu_tanh  # noqa: E402
-from keras_bert_impl.layers.fused import plain_formulas, sparse_softmax_cross_entropy  # noqa: E402
-from keras_bert_impl.layers.layer_normalization import LayerNormalization  # noqa: E402
+from keras_bert_impl.layers.activations import gelu_tanh
+from keras_bert_impl.layers.fused import plain_formulas, sparse_softmax_cross_entropy
+from keras_bert_impl.layers.layer_normalization import LayerNormalization
 
 BATCH, SEQ, HIDDEN, INTERMEDIATE, PREDICTIONS, VOCAB = 32, 128, 256, 1024, 20, 30522
 

@@ -2,7 +2,7 @@
 BertMaskedLM, same config, batch and machine, in one run; and as a share of the matmul peak
 measured in the same run.
 
-    make bench-deps && .venv/bin/python bench/pretraining_bench.py [--models=tiny,mini,base]
+    make bench-deps && .venv/bin/python -m bench.pretraining_bench [--models=tiny,mini,base]
 
 Every implementation trains on the same in-memory batch (seq 128, 20 masked positions) with
 Adam-style updates; each is timed over `--steps` steps after warm-up (tracing, XLA compilation).
@@ -11,14 +11,12 @@ Ours runs its real training path (`Trainer`: the loop run_pretraining.py uses).
 
 import argparse
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
 MODELS = {  # name: (layers, hidden, heads, batch)
     "tiny": (2, 128, 2, 64),
@@ -103,9 +101,9 @@ def ours(layers, hidden, heads, batch_size, steps, jit, policy):
 
 def model_garden(layers, hidden, heads, batch_size, steps, jit, policy):
     """tf-models-official as its trainers run it: the whole step (forward, backward, clipping,
-    AdamWeightDecay's update) in one tf.function, `steps` steps per call (tests/model_garden_reference)."""
+    AdamWeightDecay's update) in one tf.function, `steps` steps per call (peers/model_garden_reference)."""
     from keras_bert_impl.models.bert_config import BertConfig
-    from tests.model_garden_reference import ModelGardenPretraining
+    from peers.model_garden_reference import ModelGardenPretraining
 
     config = BertConfig(
         vocab_size=VOCAB,

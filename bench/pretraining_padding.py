@@ -1,7 +1,7 @@
 """Padding in pretraining records: the share of positions that are padding, and what length
 buckets would save, at 128 and at 512.
 
-    .venv/bin/python bench/pretraining_padding.py [--work_dir=/tmp/pretraining_padding] [--speed_steps=40]
+    .venv/bin/python -m bench.pretraining_padding [--work_dir=/tmp/pretraining_padding] [--speed_steps=40]
 
 Makes records from the shared corpora (../shared/data/corpus, Google's format) with
 tfrecord_tools/create_pretraining_data.py at Google's settings (short_seq_prob 0.1, dupe_factor 1
@@ -23,7 +23,6 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402

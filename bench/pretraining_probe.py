@@ -1,7 +1,7 @@
 """A linear probe of pretraining checkpoints: how much a sentence classifier can read from the
 frozen encoder's features, before any fine-tuning (logistic regression, scikit-learn).
 
-    .venv/bin/python bench/pretraining_probe.py --records_dir=RUN/sst2 --bert_config_file=CONFIG \
+    .venv/bin/python -m bench.pretraining_probe --records_dir=RUN/sst2 --bert_config_file=CONFIG \
         --checkpoints=random,RUNS/ours_static/ckpt-1000,...
 
 --records_dir is a folder where run_classifier wrote `train.tfrecord` and `dev.tfrecord` (with its
@@ -15,9 +15,7 @@ as pretraining goes on say the encoder's features carry less about the words tha
 import argparse
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 FEATURES = ("mean of the final hidden states", "mean of the embedding output", "pooled output")

@@ -2,7 +2,7 @@
 beside tf-models-official's own pretraining, held-out MLM/NSP curves; phase 2 at seq 512; and
 the pre-train-then-fine-tune gain on SST-2 (4,000 sentences), MRPC, STS-B and CoLA (--tasks).
 
-    .venv/bin/python bench/pretraining_quality.py [--work_dir=/tmp/pretraining_quality] [--steps=800]
+    .venv/bin/python -m bench.pretraining_quality [--work_dir=/tmp/pretraining_quality] [--steps=800]
 
 Data: the training part of each corpus in ../shared/data/corpus (every file before its held-out
 byte offset in heldout_split.json) and, for evaluation, the held-out tails; a WordPiece vocabulary
@@ -15,7 +15,7 @@ tf_keras.utils.set_random_seed), so a few seeds show the spread of a curve betwe
 - `ours_static`, `ours_dynamic`: run_pretraining (the library behind run_pretraining.py), held-out
   evaluation every --eval_every steps (--eval_every_n_steps);
 - `model_garden`: tf-models-official's BertPretrainerV2 and official.nlp.optimization's AdamW, the
-  whole step in one tf.function (tests/model_garden_reference.ModelGardenPretraining);
+  whole step in one tf.function (peers/model_garden_reference.ModelGardenPretraining);
 - `ours_tiny_static`, `model_garden_tiny`: the same two at BERT-tiny (L2/H128), for the "healthy
   run" table of docs/benchmarks/pretraining_quality.md and a comparison long enough to pass the MLM
   plateau within the hour;
@@ -58,7 +58,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 CORPORA = os.path.join(REPO, "..", "shared", "data", "corpus")
 SHARED_DATA = os.path.join(REPO, "..", "shared", "data")
@@ -341,7 +340,7 @@ def run_model_garden(work, args, name):
     from keras_bert_impl.models.bert_config import BertConfig
     from keras_bert_impl.tasks.pretraining import PretrainingTask
     from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
-    from tests.model_garden_reference import ModelGardenPretraining
+    from peers.model_garden_reference import ModelGardenPretraining
 
     config = BertConfig.from_json_file(config_path(work, args, MODEL_OF[name]))
     spec = PretrainingTask(config, 128, 20).feature_spec()
@@ -414,8 +413,7 @@ def finetune_name(arm, task, point, seed, learning_rate):
 
 def finetune(work, args, name):
     """run_classifier on one task from one pretraining checkpoint (or none: random weights)."""
-    sys.path.insert(0, HERE)
-    import finetune_acceptance as acceptance
+    from bench import finetune_acceptance as acceptance
 
     arm, task, point, seed, learning_rate = name.split(":")[1:]
     checkpoint = None

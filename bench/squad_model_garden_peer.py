@@ -4,7 +4,7 @@ post-processing), BertEncoder + BertSpanLabeler, AdamWeightDecay with warmup and
 its copy of the official evaluate-v2.0.py. Run it after `finetune_acceptance.py --tasks=squad`
 (which writes the split and the Google-named weights), with that run's settings:
 
-    .venv/bin/python bench/squad_model_garden_peer.py [--output_root=/tmp/acceptance] [--learning_rate=1e-4 --epochs=3]
+    .venv/bin/python -m bench.squad_model_garden_peer [--output_root=/tmp/acceptance] [--learning_rate=1e-4 --epochs=3]
 """
 
 import argparse
@@ -12,11 +12,9 @@ import collections
 import json
 import os
 import random
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
@@ -51,7 +49,7 @@ def main():
     from official.nlp.tools import squad_evaluate_v2_0, tokenization
 
     from keras_bert_impl.models.bert_config import BertConfig
-    from tests.model_garden_reference import model_garden_encoder  # MG's encoder from Google-named weights
+    from peers.model_garden_reference import model_garden_encoder  # MG's encoder from Google-named weights
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output_root", default="/tmp/acceptance")

@@ -2,7 +2,7 @@
 bootstrap 95% interval over questions, the null odds' AUC (answerable vs unanswerable), and both
 per article. Reads what run_squad.py writes.
 
-    .venv/bin/python bench/squad_v2_report.py EVAL.json OUTPUT_DIR [--na-prob-thresh 1.0]
+    .venv/bin/python -m bench.squad_v2_report EVAL.json OUTPUT_DIR [--na-prob-thresh 1.0]
 
 OUTPUT_DIR holds predictions.json and null_odds.json.
 """
@@ -10,13 +10,10 @@ OUTPUT_DIR holds predictions.json and null_odds.json.
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from keras_bert_impl.evaluation.squad_eval import evaluate_v2, f1_score, normalize_answer  # noqa: E402
+from keras_bert_impl.evaluation.squad_eval import evaluate_v2, f1_score, normalize_answer
 
 
 def question_scores(dataset, predictions, null_odds, na_prob_thresh=1.0):

@@ -1,7 +1,7 @@
 """TFLite on a fine-tuned MiniLM MRPC classifier: dev accuracy, file size and batch-1 latency of
 the float32 and dynamic-range int8 models against the SavedModel they were converted from.
 
-    .venv/bin/python bench/tflite_bench.py [--finetuned_dir=DIR] [--output_root=/tmp/tflite_bench]
+    .venv/bin/python -m bench.tflite_bench [--finetuned_dir=DIR] [--output_root=/tmp/tflite_bench]
 
 FINETUNED_DIR is a run_classifier output_dir for MRPC (its newest checkpoint, meta.json and
 dev.tfrecord; `bench/finetune_speed.py --tasks=mrpc --runs=ours_bucketed` leaves one in
@@ -15,11 +15,9 @@ so the machine's load hits all alike.
 import argparse
 import json
 import os
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from bench.finetune_acceptance import google_model_dir, run_mrpc  # noqa: E402
@@ -40,7 +38,7 @@ def main():
     import numpy as np
     import tensorflow as tf
 
-    from keras_bert_impl.serving.export import build_and_export
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
     from keras_bert_impl.serving.tflite import TFLiteModel, convert_to_tflite
     from tfrecord_tools.feature_specs import classification_spec, read_tfrecord
 
@@ -53,17 +51,17 @@ def main():
     with open(os.path.join(finetuned, "meta.json")) as reader:
         meta = json.load(reader)
     saved_model = os.path.join(args.output_root, "saved_model")
-    build_and_export(
-        os.path.join(model_dir, "bert_config.json"),
-        os.path.join(model_dir, "vocab.txt"),
-        True,
-        finetuned,
-        "classifier",
-        saved_model,
+    options = ExportOptions(
+        bert_config_file=os.path.join(model_dir, "bert_config.json"),
+        vocab_file=os.path.join(model_dir, "vocab.txt"),
+        init_checkpoint=finetuned,
+        model_type="classifier",
+        export_dir=saved_model,
         label_names=meta["labels"],
         max_seq_length=meta["max_seq_length"],
         force=True,
     )
+    build_and_export(options)
     files = {}
     for quantization in ("float32", "dynamic_range"):
         files[quantization] = os.path.join(args.output_root, f"mrpc_{quantization}.tflite")

@@ -18,7 +18,7 @@ $PY tfrecord_tools/create_pretraining_data.py --input_file=demo/data/corpus.txt 
     --max_seq_length=64 --max_predictions_per_seq=10 --dupe_factor=5 2>&1 | ours "instances|tokens|fraction|share|wrote|error"
 
 echo "== 3. A tiny BERT from a config, saved as a Google-format checkpoint, loaded back, encoding two sentences"
-$PY demo/encode_sentences.py --vocab_file="$OUT/vocab.txt" --output_dir="$OUT/tiny_bert"
+$PY -m demo.encode_sentences --vocab_file="$OUT/vocab.txt" --output_dir="$OUT/tiny_bert"
 
 echo "== 4. Pretraining the tiny BERT for a short while (masked LM + next sentence, checkpoints, TensorBoard)"
 echo "   (each line: step, loss = MLM + NSP loss, the two accuracies, learning rate, speed, time left)"

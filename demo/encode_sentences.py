@@ -2,9 +2,6 @@
 load that checkpoint into a fresh model and print the pooled output for two sentences."""
 
 import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import flags  # noqa: E402
 

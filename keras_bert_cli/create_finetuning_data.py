@@ -18,6 +18,7 @@ from keras_bert_cli import flags as shared
 from keras_bert_common.errors import UsageError
 
 FLAGS = flags.FLAGS
+shared.define_tokenizer_flags()
 flags.DEFINE_string(
     "task_name",
     None,
@@ -25,9 +26,6 @@ flags.DEFINE_string(
     "XNLI), tsv (generic), squad, conll or swag.",
 )
 shared.define_data_dir("Directory of the task's files (not for squad).")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum total input sequence length after WordPiece tokenization.")
 flags.DEFINE_string("output_dir", None, "Where the TFRecords and meta.json go.")
 flags.DEFINE_list("splits", ["train", "dev"], "Splits to convert: train, dev, test.")
 flags.DEFINE_string("xnli_language", "zh", "XNLI: the language of the dev/test rows and training file.")

@@ -9,15 +9,14 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and 
 from absl import flags, logging
 
 from keras_bert_cli import app
+from keras_bert_cli import flags as shared
 from keras_bert_common.errors import UsageError
 
 FLAGS = flags.FLAGS
+shared.define_tokenizer_flags()
 flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files / globs).")
 flags.DEFINE_string("output_file", None, "Output TF example file (or comma-separated list of files).")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Whether to use whole word masking rather than per-WordPiece masking.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per sequence.")
 flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
 flags.DEFINE_integer("dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")

@@ -9,15 +9,12 @@ ids and tf.train.Examples, for TF Serving or `tf.saved_model.load` (after `impor
 from absl import flags
 
 from keras_bert_cli import app
+from keras_bert_cli import flags as shared
 from keras_bert_common.errors import UsageError
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the BERT model.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
-flags.DEFINE_string(
-    "init_checkpoint", None, "Weights: Google's TF1 bert_model.ckpt, or one of ours (a run's output_dir)."
-)
+shared.define_model_flags()
+shared.define_tokenizer_flags()
 flags.DEFINE_string(
     "model_type",
     "encoder",
@@ -29,7 +26,6 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_list("label_names", None, "classifier / ner: the label names in id order.")
 flags.DEFINE_integer("num_choices", 4, "multiple_choice: endings per example.")
-flags.DEFINE_integer("max_seq_length", 128, "Longest packed sequence; longer text is truncated.")
 flags.DEFINE_integer("max_query_length", 64, "squad: the question's share of the sequence.")
 flags.DEFINE_bool(
     "variable_seq_length",
@@ -53,7 +49,7 @@ flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
 
 
 def main(_):
-    from keras_bert_impl.serving.export import build_and_export
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
     from keras_bert_impl.tasks.registry import task_class
 
     label_names = FLAGS.label_names
@@ -62,24 +58,7 @@ def main(_):
     task = task_class(FLAGS.model_type)  # before any work: a known task
     if task.label_bias and not label_names:  # a head with named outputs
         raise UsageError(f"--model_type={FLAGS.model_type} needs --label_names (or --num_labels)")
-    build_and_export(
-        FLAGS.bert_config_file,
-        FLAGS.vocab_file,
-        FLAGS.do_lower_case,
-        FLAGS.init_checkpoint,
-        FLAGS.model_type,
-        FLAGS.export_dir,
-        label_names,
-        FLAGS.num_choices,
-        FLAGS.max_seq_length,
-        FLAGS.max_query_length,
-        FLAGS.variable_seq_length,
-        FLAGS.force,
-        FLAGS.allow_random_weights,
-        FLAGS.tflite_file,
-        FLAGS.tflite_quantization,
-        log=app.Log(),
-    )
+    build_and_export(shared.options_of(ExportOptions, label_names=label_names), log=app.Log())
 
 
 def console_main():

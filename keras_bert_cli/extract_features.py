@@ -8,29 +8,27 @@ r"""Extracts pre-computed feature vectors from BERT (Google's extract_features.p
 from absl import flags
 
 from keras_bert_cli import app
+from keras_bert_cli import flags as shared
 
 FLAGS = flags.FLAGS
+shared.define_model_flags()
+shared.define_tokenizer_flags()
+shared.define_tpu_flags()
 flags.DEFINE_string("input_file", None, "One example per line; `text_a ||| text_b` for a pair.")
 flags.DEFINE_string("output_file", None, "JSON lines: one object per input line.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Encoder layers to output (negative from the last).")
-flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
-flags.DEFINE_integer("max_seq_length", 128, "The maximum total input sequence length after WordPiece tokenization.")
-flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: Google's TF1 bert_model.ckpt or one of ours.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
 flags.DEFINE_bool("allow_random_weights", False, "Extract even without --init_checkpoint (random weights).")
 flags.DEFINE_bool(
     "pad_to_max_seq_length", False, "Pad every batch to --max_seq_length instead of cutting it to a length bucket."
 )
-flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility; extraction runs on the local device.")
-flags.DEFINE_string("master", None, "Accepted for compatibility.")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility.")
 flags.DEFINE_bool("use_one_hot_embeddings", False, "Accepted for compatibility.")
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "bert_config_file"])
 
 
 def main(_):
+    if shared.tpu_from_flags() is not None:
+        app.Log.warning("extract_features runs on this machine's devices: --use_tpu, --tpu and --master are ignored")
     from keras_bert_impl.runners.extract_features import run_extract_features
 
     run_extract_features(

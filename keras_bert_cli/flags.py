@@ -8,15 +8,46 @@ from absl import flags
 FLAGS = flags.FLAGS
 
 
-def define_distribution_flags():
-    """TPU / strategy / precision flags of every training runner (Google's TPU flag names)."""
+def define_max_seq_length(default=128):
+    flags.DEFINE_integer(
+        "max_seq_length", default, "The maximum total input sequence length after WordPiece tokenization."
+    )
+
+
+def define_tokenizer_flags(max_seq_length=128, vocab_help="The vocabulary file that the BERT model was trained on."):
+    """--vocab_file, --do_lower_case and (unless None) --max_seq_length: how text becomes ids."""
+    flags.DEFINE_string("vocab_file", None, vocab_help)
+    flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
+    if max_seq_length is not None:
+        define_max_seq_length(max_seq_length)
+
+
+def define_model_flags():
+    """--bert_config_file and --init_checkpoint: which model, with which weights."""
+    flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "Initial checkpoint: Google's TF1 bert_model.ckpt, one of ours, or a Hugging Face directory.",
+    )
+
+
+def define_tpu_flags():
+    """Google's TPU flags; --tpu (or --tpu_name, --master) names the TPU."""
     flags.DEFINE_bool("use_tpu", False, "Whether to use TPU (--tpu names it).")
     flags.DEFINE_string("tpu", None, "The Cloud TPU to use for training (name or grpc:// address).")
     flags.DEFINE_string("tpu_name", None, "Alias of --tpu, as in Google's runners.")
     flags.DEFINE_string("tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
     flags.DEFINE_string("gcp_project", None, "Project name for the Cloud TPU-enabled project.")
     flags.DEFINE_string("master", None, "Google's TPU master address (grpc://...); an alias of --tpu.")
-    flags.DEFINE_integer("num_tpu_cores", 8, "Only used if --use_tpu: the strategy finds the cores itself.")
+    flags.DEFINE_integer(
+        "num_tpu_cores", 8, "Google's scripts' core count; ignored (with a WARNING): the strategy uses every core."
+    )
+
+
+def define_distribution_flags():
+    """TPU / strategy / precision flags of every training runner (Google's TPU flag names)."""
+    define_tpu_flags()
     flags.DEFINE_enum(
         "distribution_strategy",
         "auto",
@@ -42,24 +73,28 @@ def define_distribution_flags():
 
 def tpu_from_flags():
     """--tpu, or its aliases --tpu_name and --master; "" (find it) for a bare --use_tpu."""
+    if FLAGS["num_tpu_cores"].present:
+        from absl import logging
+
+        logging.warning("--num_tpu_cores is ignored: the TPU strategy trains on every core of the TPU it is given")
     return FLAGS.tpu or FLAGS.tpu_name or FLAGS.master or ("" if FLAGS.use_tpu else None)
 
 
 def options_of(options_class, **overrides):
-    """An options dataclass filled from the flags of the same names."""
-    values = {name: FLAGS[name].value for name in options_class.field_names() if name != "tpu" and name in FLAGS}
+    """An options dataclass filled from the flags of the same names (`tpu` from --tpu or its aliases)."""
+    names = options_class.field_names()
+    values = {name: FLAGS[name].value for name in names if name != "tpu" and name in FLAGS}
+    if "tpu" in names:
+        values["tpu"] = tpu_from_flags()
     values.update(overrides)
-    return options_class(tpu=tpu_from_flags(), **values)
+    return options_class(**values)
 
 
 def define_training_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size=32):
     """The flags RunOptions holds, with Google's defaults."""
-    flags.DEFINE_string("bert_config_file", None, "The config json file corresponding to the pre-trained BERT model.")
+    define_model_flags()
+    define_max_seq_length(max_seq_length)
     flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
-    flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: Google's TF1 bert_model.ckpt or one of ours.")
-    flags.DEFINE_integer(
-        "max_seq_length", max_seq_length, "The maximum total input sequence length after WordPiece tokenization."
-    )
     flags.DEFINE_bool("do_train", False, "Whether to run training.")
     flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
     flags.DEFINE_integer("train_batch_size", train_batch_size, "Total (global) batch size for training.")
@@ -90,8 +125,7 @@ def define_training_flags(max_seq_length=128, learning_rate=5e-5, train_batch_si
 def define_common_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size=32):
     """Every fine-tuning runner's flags."""
     define_training_flags(max_seq_length, learning_rate, train_batch_size)
-    flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-    flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
+    define_tokenizer_flags(max_seq_length=None)
     flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the test set.")
     flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
     flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")

@@ -1,6 +1,6 @@
 """Shared fixtures: tiny odd-sized BERT configs (so mixed-up dimensions cannot pass) and inputs."""
 
-import importlib.util
+import importlib
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -29,12 +29,28 @@ TINY_CONFIG = dict(
 BATCH, SEQ = 3, 7
 
 
+def tool_commands():
+    """{tool: how to start it after `python`} for every console script in pyproject.toml (the one
+    tool list): the repository's script where there is one (NAME.py at the root or under
+    tfrecord_tools/, what Google's users run), else `-m` and its module."""
+    import tomllib
+
+    with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as reader:
+        scripts = tomllib.load(reader)["project"]["scripts"]
+    commands = {}
+    for name, target in scripts.items():
+        found = [
+            os.path.join(REPO_ROOT, where, f"{name}.py")
+            for where in ("", "tfrecord_tools")
+            if os.path.isfile(os.path.join(REPO_ROOT, where, f"{name}.py"))
+        ]
+        commands[name] = found[:1] or ["-m", target.split(":")[0]]
+    return commands
+
+
 def bench_module(file_name):
-    """A script under bench/ as a module (bench/ is not a package: its scripts run by path)."""
-    spec = importlib.util.spec_from_file_location(file_name[:-3], os.path.join(REPO_ROOT, "bench", file_name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """A script under bench/ as a module (`bench` is a package; its scripts run as python -m bench.NAME)."""
+    return importlib.import_module(f"bench.{file_name[:-3]}")
 
 
 @pytest.fixture

@@ -4,11 +4,7 @@ off so that one device and two replicas must agree; prints the losses and dev me
 
 import argparse
 import json
-import os
 import pathlib
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main():

@@ -4,9 +4,6 @@ does not name it yet. What a preemption at the worst moment leaves."""
 
 import os
 import signal
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tensorflow.python.checkpoint import checkpoint_management  # noqa: E402
 

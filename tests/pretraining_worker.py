@@ -4,9 +4,6 @@ CPU devices are configured before TensorFlow starts) and prints losses and final
 import argparse
 import json
 import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main():

@@ -20,25 +20,11 @@ import pytest
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
-from tests.conftest import REPO_ROOT, tiny_bert_config
+from tests.conftest import REPO_ROOT, tiny_bert_config, tool_commands
 from tests.finetuning_fixtures import VOCAB
 from tests.pretraining_fixtures import MAX_PRED, MAX_SEQ, make_pretraining_setup
 
-TOOLS = {
-    "build_vocab": "tfrecord_tools/build_vocab.py",
-    "create_pretraining_data": "tfrecord_tools/create_pretraining_data.py",
-    "create_finetuning_data": "tfrecord_tools/create_finetuning_data.py",
-    "run_pretraining": "run_pretraining.py",
-    "run_classifier": "run_classifier.py",
-    "run_squad": "run_squad.py",
-    "run_ner": "run_ner.py",
-    "run_swag": "run_swag.py",
-    "extract_features": "extract_features.py",
-    "export_saved_model": "export_saved_model.py",
-    "convert_hf_checkpoint": "convert_hf_checkpoint.py",
-    "squad_eval": "-m keras_bert_cli.squad_eval",
-    "convert_checkpoint": "convert_checkpoint.py",
-}
+TOOLS = tool_commands()
 
 
 def _mount_tmpfs(path, options):
@@ -1312,10 +1298,7 @@ def _run_all(cases):
     jobs = [
         {
             "id": case_id,
-            "argv": [
-                *(TOOLS[tool].split() if TOOLS[tool].startswith("-m ") else [os.path.join(REPO_ROOT, TOOLS[tool])]),
-                *args,
-            ],
+            "argv": [*TOOLS[tool], *args],
             "cwd": str(REPO_ROOT),
             "env": env,
         }
@@ -1399,3 +1382,9 @@ def test_disk_full_fails_cleanly(outcomes):
         # Nothing half-written: no output, no temporary, no checkpoint (training's TensorBoard log may stay).
         left = sorted(path for path in after - before if not path.startswith(("run/train", "run")) or "ckpt" in path)
         assert not left, (case_id, left)
+
+
+def test_every_tool_has_cases(outcomes):
+    """Every console script in pyproject.toml is among the cases (a new tool needs bad inputs too)."""
+    table, _ = outcomes
+    assert {case[1] for case, *_ in table.values()} == set(TOOLS)

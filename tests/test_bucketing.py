@@ -278,11 +278,10 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
 
 
 def test_bucketed_training_under_mirrored_matches_one_device(model_dir, tmp_path):  # noqa: F811
-    import os
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests.conftest import subprocess_env
 
     data = _varied_mrpc(tmp_path)
     runs = {}
@@ -290,7 +289,8 @@ def test_bucketed_training_under_mirrored_matches_one_device(model_dir, tmp_path
         run = subprocess.run(
             [
                 sys.executable,
-                os.path.join(REPO_ROOT, "tests", "finetuning_worker.py"),
+                "-m",
+                "tests.finetuning_worker",
                 f"--model_dir={model_dir}",
                 f"--data_dir={data}",
                 f"--output_dir={tmp_path / strategy}",
@@ -298,7 +298,7 @@ def test_bucketed_training_under_mirrored_matches_one_device(model_dir, tmp_path
             ],
             capture_output=True,
             text=True,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+            env=subprocess_env(TF_CPP_MIN_LOG_LEVEL="2"),
             timeout=300,
         )
         assert run.returncode == 0, run.stderr[-3000:]

@@ -7,9 +7,9 @@ from keras_bert_impl.checkpoints.google_checkpoint import assign_google_weights
 from keras_bert_impl.checkpoints.hf_weights import load_hf_directory
 from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
+from peers.model_garden_reference import model_garden_encoder, model_garden_outputs
 from tests.conftest import TINY_CONFIG, make_inputs, minilm_directory
 from tests.google_weights_fixture import random_google_weights
-from tests.model_garden_reference import model_garden_encoder, model_garden_outputs
 
 TOLERANCE = 1e-5
 

@@ -340,7 +340,7 @@ def test_run_classifier_rerun_after_export(model_dir, tmp_path):
 def test_export_saved_model_rerun_keeps_its_own_export(model_dir, tmp_path):
     """export_saved_model.py's same command run again keeps its export (same checkpoint, same
     fingerprint); an export dir it did not write still needs --force."""
-    from keras_bert_impl.serving.export import build_and_export
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
 
     flags = dict(
         bert_config_file=str(model_dir / "bert_config.json"),
@@ -352,14 +352,14 @@ def test_export_saved_model_rerun_keeps_its_own_export(model_dir, tmp_path):
         max_seq_length=16,
     )
     logs = []
-    build_and_export(**flags, log=logs.append)
+    build_and_export(ExportOptions(**flags), log=logs.append)
     written = (tmp_path / "e" / "saved_model.pb").stat().st_mtime_ns
-    build_and_export(**flags, log=logs.append)
+    build_and_export(ExportOptions(**flags), log=logs.append)
     assert any("already holds this model" in line for line in logs)
     assert (tmp_path / "e" / "saved_model.pb").stat().st_mtime_ns == written
     (tmp_path / "foreign").mkdir()
     with pytest.raises(FileExistsError, match="foreign: already exists and was not exported from .*; pass --force"):
-        build_and_export(**{**flags, "export_dir": str(tmp_path / "foreign")}, log=logs.append)
+        build_and_export(ExportOptions(**{**flags, "export_dir": str(tmp_path / "foreign")}), log=logs.append)
 
 
 def test_periodic_evaluations_reuse_their_traces(model_dir, tmp_path):

@@ -32,7 +32,7 @@ from tests.pretraining_fixtures import (
 )
 
 RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")
-HELPER = os.path.join(REPO_ROOT, "tests", "pretraining_worker.py")
+HELPER = ["-m", "tests.pretraining_worker"]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_loss_falls_and_eval_results_have_google_keys(setup, tmp_path):
 
 
 def _run_helper(args, env, timeout=240):
-    run = subprocess.run([sys.executable, HELPER, *args], capture_output=True, text=True, env=env, timeout=timeout)
+    run = subprocess.run([sys.executable, *HELPER, *args], capture_output=True, text=True, env=env, timeout=timeout)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 

@@ -204,7 +204,8 @@ def test_kill_9_while_writing_a_checkpoint_keeps_the_previous_one(setup, tmp_pat
     killed = subprocess.run(
         [
             sys.executable,
-            os.path.join(REPO_ROOT, "tests", "interrupted_saving.py"),
+            "-m",
+            "tests.interrupted_saving",
             *as_argv({**flags, "output_dir": run}),
         ],
         capture_output=True,

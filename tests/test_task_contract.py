@@ -177,7 +177,7 @@ def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
 
     from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
     from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
-    from keras_bert_impl.serving.export import build_and_export
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
     from keras_bert_impl.tasks import registry
     from keras_bert_impl.tasks.classification import ClassificationTask
     from tests.conftest import tiny_bert_config
@@ -198,15 +198,16 @@ def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
     save_google_checkpoint(model, str(tmp_path / "google" / "bert_model.ckpt"))
     shutil.copy(tmp_path / "bert_config.json", tmp_path / "google")
     shutil.copy(tmp_path / "vocab.txt", tmp_path / "google")
-    flags = dict(vocab_file=str(tmp_path / "vocab.txt"), do_lower_case=True, max_seq_length=16, log=lambda _: None)
-    build_and_export(
-        str(tmp_path / "bert_config.json"),
+    options = ExportOptions(
+        bert_config_file=str(tmp_path / "bert_config.json"),
+        vocab_file=str(tmp_path / "vocab.txt"),
         init_checkpoint=str(tmp_path / "google" / "bert_model.ckpt"),
         model_type="stance",
         export_dir=str(tmp_path / "saved"),
         label_names=labels,
-        **flags,
+        max_seq_length=16,
     )
+    build_and_export(options, log=lambda _: None)
     served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"]
     outputs = served(text_a=tf.constant(["the movie"]), text_b=tf.constant(["the film"]))
     assert outputs["logits"].shape == (1, 3) and outputs["labels"].numpy()[0].decode() in labels

@@ -14,25 +14,25 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIBRARY_DIRS = ("keras_bert_common", "keras_bert_impl", "tfrecord_tools", "keras_bert_cli")
-TOOLS = [
-    "run_pretraining.py",
-    "run_classifier.py",
-    "run_squad.py",
-    "run_ner.py",
-    "run_swag.py",
-    "extract_features.py",
-    "export_saved_model.py",
-    "convert_checkpoint.py",
-    "convert_hf_checkpoint.py",
-    "tfrecord_tools/create_pretraining_data.py",
-    "tfrecord_tools/create_finetuning_data.py",
-    "tfrecord_tools/build_vocab.py",
-]
+LIBRARY_DIRS = ("keras_bert_common", "keras_bert_impl", "tfrecord_tools", "keras_bert_cli", "peers", "bench")
+
+
+def tool_scripts():
+    """The script of each console script in pyproject.toml (the one tool list): `NAME.py` at the
+    root or under tfrecord_tools/; a tool with neither runs as `python -m` only."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as reader:
+        names = tomllib.load(reader)["project"]["scripts"]
+    found = [f"{where}{name}.py" for name in names for where in ("", "tfrecord_tools/")]
+    return [path for path in found if os.path.isfile(os.path.join(ROOT, path))]
+
+
+TOOLS = tool_scripts()
 BINARIES = (
     TOOLS
     + sorted(f"demo/{f}" for f in os.listdir(os.path.join(ROOT, "demo")) if f.endswith(".py"))
-    + sorted(f"bench/{f}" for f in os.listdir(os.path.join(ROOT, "bench")) if f.endswith(".py"))
+    + sorted(f"bench/{f}" for f in os.listdir(os.path.join(ROOT, "bench")) if f.endswith(".py") and f != "__init__.py")
 )
 # Tests that read whole folders of the repository (not named one by one in their source).
 TEST_DATA_GLOBS = {"test_docs_links": ["README.md", "bench/README.md", "docs/**"]}
@@ -180,16 +180,18 @@ def main():
             open(os.path.join(ROOT, p), encoding="utf-8").read()
             for p in [path, *(d for d in local_imports(path) if d.startswith("tests/"))]
         )
+        # A test that runs every tool (conftest.tool_commands) has all their scripts.
         scripts = [
             b
             for b in BINARIES
-            if f'"{os.path.basename(b)}"' in source
+            if (b in TOOLS and "tool_commands()" in open(os.path.join(ROOT, path), encoding="utf-8").read())
+            or f'"{os.path.basename(b)}"' in source
             or f'"{b.split("/")[0]}", "{os.path.basename(b)}"' in source
             or f'"{b}"' in source
         ]
         deps += [target_name(h) for h in helpers if f'"{os.path.basename(h)}"' in source]
         # Modules a test runs with `python -m`.
-        deps += [target_name(module_path(m)) for m in re.findall(r'"-m", "([\w.]+)"', source) if module_path(m)]
+        deps += [target_name(module_path(m)) for m in re.findall(r'"-m",\s*"([\w.]+)"', source) if module_path(m)]
         deps += [target_name(d) for s in scripts for d in local_imports(s)]
         # Files of the repository a test reads (os.path.join(REPO_ROOT, "demo", "data", ...)) are data too.
         files = []

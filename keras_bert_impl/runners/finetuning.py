@@ -21,6 +21,7 @@ from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, readi
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
 from tfrecord_tools import feature_specs
+from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -243,6 +244,21 @@ class FineTuningRun(RunSetup):
             **export_options,
         )
         return path
+
+
+def open_or_convert(run, data_dir, kinds, convert, check=None):
+    """A run's fine-tuning data: `data_dir` if create_finetuning_data wrote it (checked against the
+    run's length, casing and vocabulary, its kind one of `kinds` (None: any), then by `check(data)`),
+    else what `convert(output_dir)` writes from the raw files into --output_dir first."""
+    options = run.options
+    if data_dir and is_data_dir(data_dir):
+        data = FineTuningData.open(data_dir)
+        data.check(kinds, options.max_seq_length, options.do_lower_case, options.vocab_file)
+        if check is not None:
+            check(data)
+        return data
+    convert(options.output_dir)
+    return FineTuningData.open(options.output_dir)
 
 
 def run_finetuning(run, task, data, eval_split="dev", predict_split="test"):

@@ -1,10 +1,10 @@
 """`run_classifier`: run_classifier.py's work as a library function (GLUE-style classification
 and STS-B regression), with Google's output files (eval_results.txt, test_results.tsv)."""
 
-from keras_bert_impl.runners.finetuning import FineTuningRun, run_finetuning
+from keras_bert_impl.runners.finetuning import FineTuningRun, open_or_convert, run_finetuning
 from keras_bert_impl.tasks.classification import glue_eval_metric_names
 from keras_bert_impl.tasks.registry import create_task
-from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_classification_data
+from tfrecord_tools.finetuning_data import is_data_dir, write_classification_data
 
 
 def splits_wanted(options):
@@ -19,21 +19,24 @@ def classification_data(run, data_dir, task_name, processor=None):
     """`data_dir` as create_finetuning_data wrote it (checked against the flags), or the task's
     TSV files (`processor` reads them) converted into --output_dir first."""
     options = run.options
-    if is_data_dir(data_dir):
-        data = FineTuningData.open(data_dir)
-        names = None if task_name.lower() == "tsv" else [task_name]
-        data.check(names, options.max_seq_length, options.do_lower_case, options.vocab_file)
-        for split in splits_wanted(options):
-            data.path(split)  # every split the flags need, before training starts
-        return data
-    if processor is None:
+    if processor is None and not is_data_dir(data_dir):
         raise FileNotFoundError(
             f"{data_dir}: holds no meta.json; pass the directory create_finetuning_data wrote, or the task's TSV files"
         )
-    write_classification_data(
-        processor, task_name, splits_wanted(options), run.tokenizer, options.max_seq_length, options.output_dir
+
+    def every_split_needed(data):
+        for split in splits_wanted(options):
+            data.path(split)  # every split the flags need, before training starts
+
+    return open_or_convert(
+        run,
+        data_dir,
+        None if task_name.lower() == "tsv" else [task_name],
+        lambda output_dir: write_classification_data(
+            processor, task_name, splits_wanted(options), run.tokenizer, options.max_seq_length, output_dir
+        ),
+        check=every_split_needed,
     )
-    return FineTuningData.open(options.output_dir)
 
 
 def run_classifier(options, task_name, data_dir, processor=None, log=print):

@@ -7,7 +7,7 @@ import numpy as np
 
 from keras_bert_common.files import atomic_output
 from keras_bert_impl.evaluation import conlleval
-from keras_bert_impl.runners.finetuning import FineTuningRun
+from keras_bert_impl.runners.finetuning import FineTuningRun, open_or_convert
 from keras_bert_impl.runners.run_classifier import splits_wanted
 from keras_bert_impl.tasks.tagging import TaggingTask
 from keras_bert_impl.training.run_setup import RunResult
@@ -17,21 +17,16 @@ from tfrecord_tools.ner_data import SENTENCES_SUFFIX, read_sentences
 
 def ner_data(run, data_dir, max_train_sentences=None, seed=12345):
     options = run.options
-    if is_data_dir(data_dir):
-        data = FineTuningData.open(data_dir)
-        data.check(["conll"], options.max_seq_length, options.do_lower_case, options.vocab_file)
-        return data
-    if max_train_sentences:
+    if max_train_sentences and not is_data_dir(data_dir):
         return _subsampled_conll(run, data_dir, max_train_sentences, seed)
-    write_conll_data(
+    return open_or_convert(
+        run,
         data_dir,
-        splits_wanted(options),
-        run.tokenizer,
-        options.max_seq_length,
-        options.output_dir,
-        warn=run.log_warning,
+        ["conll"],
+        lambda output_dir: write_conll_data(
+            data_dir, splits_wanted(options), run.tokenizer, options.max_seq_length, output_dir, warn=run.log_warning
+        ),
     )
-    return FineTuningData.open(options.output_dir)
 
 
 def _subsampled_conll(run, data_dir, max_train_sentences, seed):

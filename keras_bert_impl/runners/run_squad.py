@@ -9,10 +9,10 @@ from keras_bert_common.errors import UsageError
 from keras_bert_common.files import check_readable_file
 from keras_bert_impl.evaluation.squad_eval import V1_METRIC_NAMES, V2_METRIC_NAMES, evaluate_v1, evaluate_v2
 from keras_bert_impl.evaluation.squad_postprocess import compute_predictions, write_json
-from keras_bert_impl.runners.finetuning import FineTuningRun
+from keras_bert_impl.runners.finetuning import FineTuningRun, open_or_convert
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.training.run_setup import RunResult
-from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_squad_data
+from tfrecord_tools.finetuning_data import is_data_dir, write_squad_data
 from tfrecord_tools.squad_data import FEATURES_SUFFIX, read_features_sidecar, read_squad_examples
 
 # The official sweep's keys that run_squad adds to a v2.0 evaluation, prefixed any_threshold_.
@@ -32,9 +32,8 @@ def squad_data(
     """`data_dir` as create_finetuning_data wrote it (checked against the flags), or the SQuAD JSON
     files converted into --output_dir."""
     options = run.options
-    if data_dir:
-        data = FineTuningData.open(data_dir)
-        data.check(["squad"], options.max_seq_length, options.do_lower_case, options.vocab_file)
+
+    def made_with_these_flags(data):
         for key, value in (
             ("version_2_with_negative", version_2_with_negative),
             ("doc_stride", doc_stride),
@@ -53,19 +52,24 @@ def squad_data(
                     f"{data_dir}: was made without {flag}, so it has no {split}.tfrecord; rerun "
                     f"create_finetuning_data with {flag} (or pass {flag} instead of --data_dir)"
                 )
-        return data
-    write_squad_data(
-        run.tokenizer,
-        options.max_seq_length,
-        options.output_dir,
-        train_file if options.do_train else None,
-        predict_file if (options.do_predict or options.do_eval) else None,
-        version_2_with_negative,
-        doc_stride,
-        max_query_length,
-        warn=warn,
+
+    return open_or_convert(
+        run,
+        data_dir,
+        ["squad"],
+        lambda output_dir: write_squad_data(
+            run.tokenizer,
+            options.max_seq_length,
+            output_dir,
+            train_file if options.do_train else None,
+            predict_file if (options.do_predict or options.do_eval) else None,
+            version_2_with_negative,
+            doc_stride,
+            max_query_length,
+            warn=warn,
+        ),
+        check=made_with_these_flags,
     )
-    return FineTuningData.open(options.output_dir)
 
 
 def run_squad(

@@ -21,6 +21,7 @@ holds plain TensorFlow ops only: the layers' XLA-fused kernels are traced as the
 here (`layers.fused.plain_formulas`), so serving needs no XLA JIT (TF Serving's is off by default).
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -146,24 +147,32 @@ def export_saved_model(
     return export_dir
 
 
-def build_and_export(
-    bert_config_file,
-    vocab_file,
-    do_lower_case,
-    init_checkpoint,
-    model_type,
-    export_dir,
-    label_names=None,
-    num_choices=4,
-    max_seq_length=128,
-    max_query_length=64,
-    variable_seq_length=True,
-    force=False,
-    allow_random_weights=False,
-    tflite_file=None,
-    tflite_quantization="float32",
-    log=print,
-):
+@dataclasses.dataclass
+class ExportOptions:
+    """What export_saved_model.py exports (its flags, Google's names where Google has them)."""
+
+    bert_config_file: str
+    vocab_file: str
+    export_dir: str
+    init_checkpoint: str = None
+    model_type: str = "encoder"
+    do_lower_case: bool = True
+    label_names: list = None
+    num_choices: int = 4
+    max_seq_length: int = 128
+    max_query_length: int = 64
+    variable_seq_length: bool = True
+    force: bool = False
+    allow_random_weights: bool = False
+    tflite_file: str = None
+    tflite_quantization: str = "float32"
+
+    @classmethod
+    def field_names(cls):
+        return [field.name for field in dataclasses.fields(cls)]
+
+
+def build_and_export(options, log=print):
     """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the
     export location), then the task model from config + checkpoint, then `export_saved_model`."""
     from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
@@ -172,49 +181,60 @@ def build_and_export(
     from keras_bert_impl.tasks.registry import create_task
     from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
-    config = BertConfig.from_json_file(bert_config_file)
-    config.check_max_seq_length(max_seq_length, bert_config_file)
-    check_readable_file(vocab_file, "--vocab_file", "vocab.txt")
-    vocab = load_vocab_list(vocab_file)
-    config.check_vocab_size(len(vocab), vocab_file, bert_config_file)
-    check_special_tokens(vocab, vocab_file, ("[CLS]", "[SEP]"))
-    source = "init_checkpoint:" + (os.path.abspath(init_checkpoint) if init_checkpoint else "random weights")
-    check_export_dir(export_dir, force, source)
-    if tflite_file:
+    config = BertConfig.from_json_file(options.bert_config_file)
+    config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
+    check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
+    vocab = load_vocab_list(options.vocab_file)
+    config.check_vocab_size(len(vocab), options.vocab_file, options.bert_config_file)
+    check_special_tokens(vocab, options.vocab_file, ("[CLS]", "[SEP]"))
+    source = "init_checkpoint:" + (
+        os.path.abspath(options.init_checkpoint) if options.init_checkpoint else "random weights"
+    )
+    check_export_dir(options.export_dir, options.force, source)
+    if options.tflite_file:
         from keras_bert_impl.serving.tflite import check_tflite_options
 
-        check_tflite_options(tflite_file, tflite_quantization)
-    if init_checkpoint:
-        check_init_checkpoint(init_checkpoint, config, bert_config_file)
-    elif not allow_random_weights:
+        check_tflite_options(options.tflite_file, options.tflite_quantization)
+    if options.init_checkpoint:
+        check_init_checkpoint(options.init_checkpoint, config, options.bert_config_file)
+    elif not options.allow_random_weights:
         raise UsageError(
             "no --init_checkpoint: the SavedModel would serve random weights; pass --init_checkpoint "
             "(or --allow_random_weights)"
         )
     task = create_task(
-        model_type,
+        options.model_type,
         config,
-        max_seq_length,
-        label_names=label_names,
-        num_choices=num_choices,
-        max_query_length=max_query_length,
+        options.max_seq_length,
+        label_names=options.label_names,
+        num_choices=options.num_choices,
+        max_query_length=options.max_query_length,
     )
     model = task.build_model()
-    if init_checkpoint:
-        report = initialize_from_checkpoint(model, init_checkpoint)
-        log(f"init_checkpoint {init_checkpoint}: " + report.summary())
-        if report.initialized and not allow_random_weights:
+    if options.init_checkpoint:
+        report = initialize_from_checkpoint(model, options.init_checkpoint)
+        log(f"init_checkpoint {options.init_checkpoint}: " + report.summary())
+        if report.initialized and not options.allow_random_weights:
             raise CheckpointMismatchError(
-                f"{init_checkpoint}: has no weights for {', '.join(report.initialized[:3])}"
+                f"{options.init_checkpoint}: has no weights for {', '.join(report.initialized[:3])}"
                 f"{' (and more)' if len(report.initialized) > 3 else ''}, so the SavedModel would serve a random "
-                f"{model_type} head; pass the --model_type it was trained as (or --allow_random_weights)"
+                f"{options.model_type} head; pass the --model_type it was trained as (or --allow_random_weights)"
             )
     export_saved_model(
-        model, task, vocab_file, do_lower_case, export_dir, variable_seq_length, force, source=source, log=log
+        model,
+        task,
+        options.vocab_file,
+        options.do_lower_case,
+        options.export_dir,
+        options.variable_seq_length,
+        options.force,
+        source=source,
+        log=log,
     )
-    if tflite_file:
+    if options.tflite_file:
         from keras_bert_impl.serving.tflite import convert_to_tflite
 
-        size = convert_to_tflite(export_dir, tflite_file, tflite_quantization)
-        log(f"wrote {tflite_file} ({tflite_quantization}, {size / 2**20:.1f} MiB): token ids in, signature serve_ids")
-    return export_dir
+        size = convert_to_tflite(options.export_dir, options.tflite_file, options.tflite_quantization)
+        kind = f"{options.tflite_quantization}, {size / 2**20:.1f} MiB"
+        log(f"wrote {options.tflite_file} ({kind}): token ids in, signature serve_ids")
+    return options.export_dir
