@@ -1,6 +1,9 @@
-"""Learns a WordPiece `vocab.txt` from raw text files (tensorflow-text's learner).
+"""Learns a WordPiece `vocab.txt` from raw text files (tensorflow-text's learner), or extends a
+released model's vocabulary with a domain's words (and resizes the model to it).
 
 python tfrecord_tools/build_vocab.py --input_file=corpus/*.txt --output_file=vocab.txt --vocab_size=8000
+python tfrecord_tools/build_vocab.py --base_vocab=bert/vocab.txt --input_file=domain.txt --num_new_tokens=500 \
+    --init_checkpoint=bert/bert_model.ckpt --bert_config_file=bert/bert_config.json --output_dir=bert_domain
 """
 
 import os
@@ -22,7 +25,48 @@ flags.DEFINE_list(
     "reserved_tokens", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], "Tokens placed first, in this order."
 )
 flags.DEFINE_integer("min_count", 2, "Least number of occurrences for a word to be considered whole.")
-flags.mark_flags_as_required(["input_file", "output_file"])
+flags.DEFINE_string(
+    "base_vocab",
+    None,
+    "Extend this vocab.txt instead of learning one: the domain's words it splits most (count x pieces - 1) "
+    "take its [unusedK] slots, then are appended; every token keeps its id. Writes --output_dir.",
+)
+flags.DEFINE_integer("num_new_tokens", 1000, "--base_vocab: how many words to add.")
+flags.DEFINE_string(
+    "init_checkpoint",
+    None,
+    "--base_vocab: also resize this model (Google's bert_model.ckpt, one of ours, or a Hugging Face "
+    "directory) to the new vocabulary: each new row the mean of its old pieces' rows, old rows unchanged.",
+)
+flags.DEFINE_string("bert_config_file", None, "--init_checkpoint's bert_config.json (a Hugging Face one has its own).")
+flags.DEFINE_string(
+    "output_dir",
+    None,
+    "--base_vocab: where vocab.txt, vocab_extension.json (what was added, tokens per word before and after) "
+    "and, with --init_checkpoint, bert_config.json and bert_model.ckpt go.",
+)
+flags.DEFINE_bool("force", False, "Replace an existing --output_dir.")
+flags.mark_flags_as_required(["input_file"])
+
+
+def extend(paths):
+    from keras_bert_common.errors import UsageError
+    from keras_bert_impl.runners.extend_vocab import extend_vocabulary
+
+    if not FLAGS.output_dir or FLAGS.output_file:
+        raise UsageError("--base_vocab writes a directory: pass --output_dir (not --output_file)")
+    extend_vocabulary(
+        paths,
+        FLAGS.base_vocab,
+        FLAGS.output_dir,
+        num_new_tokens=FLAGS.num_new_tokens,
+        init_checkpoint=FLAGS.init_checkpoint,
+        bert_config_file=FLAGS.bert_config_file,
+        do_lower_case=FLAGS.do_lower_case,
+        min_count=FLAGS.min_count,
+        force=FLAGS.force,
+        log=app.Log(),
+    )
 
 
 def main(_):
@@ -35,8 +79,14 @@ def main(_):
     )
     from tfrecord_tools.vocab_builder import build_wordpiece_vocab, check_vocab_size, read_lines
 
-    check_vocab_size(FLAGS.vocab_size, FLAGS.reserved_tokens)
     paths = expand_file_patterns(FLAGS.input_file, log=app.Log())
+    if FLAGS.base_vocab:
+        return extend(paths)
+    if not FLAGS.output_file:
+        from keras_bert_common.errors import UsageError
+
+        raise UsageError("--output_file is required (where vocab.txt goes)")
+    check_vocab_size(FLAGS.vocab_size, FLAGS.reserved_tokens)
     check_writable(FLAGS.output_file, "--output_file")
     check_outputs_distinct([FLAGS.output_file], paths)
     check_text_files(paths, "--input_file")

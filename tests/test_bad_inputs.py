@@ -87,6 +87,9 @@ class World:
         self.bad = bad
         # A token twice (the list keeps its length, so the size checks pass).
         (bad / "vocab_duplicate.txt").write_text("\n".join(VOCAB[:-1] + [VOCAB[-2]]) + "\n")
+        # The model's tokens with two swapped (the same size: only the row check can tell).
+        swapped = VOCAB[:5] + [VOCAB[6], VOCAB[5]] + VOCAB[7:]
+        (bad / "vocab_swapped.txt").write_text("\n".join(swapped) + "\n")
         # Pretraining records at seq 24 and an MRPC-format set.
         self.pretraining = make_pretraining_setup(str(root / "pretraining"))
         # A config whose vocabulary is smaller than the token ids in those records.
@@ -275,6 +278,35 @@ def _cases(world, out):
             "build_vocab",
             [f"--input_file={world.root}/text.txt", f"--output_file={bad}/a_directory"],
             "a_directory",
+            out,
+        ),
+        # build_vocab --base_vocab: extending a vocabulary that is not the model's
+        (
+            "vocab-extend-rows-differ",
+            "build_vocab",
+            [
+                f"--base_vocab={bad}/vocab_swapped.txt",
+                f"--input_file={world.root}/text.txt",
+                "--num_new_tokens=3",
+                f"--init_checkpoint={good}/bert_model.ckpt",
+                f"--bert_config_file={good}/bert_config.json",
+                f"--output_dir={out}/extended",
+            ],
+            "vocab_swapped.txt",
+            out,
+        ),
+        (
+            "vocab-extend-size-differs",
+            "build_vocab",
+            [
+                f"--base_vocab={bad}/short_vocab.txt",
+                f"--input_file={world.root}/text.txt",
+                "--num_new_tokens=3",
+                f"--init_checkpoint={good}/bert_model.ckpt",
+                f"--bert_config_file={good}/bert_config.json",
+                f"--output_dir={out}/extended",
+            ],
+            "short_vocab.txt",
             out,
         ),
         # create_pretraining_data
@@ -1073,7 +1105,7 @@ def _cases(world, out):
                 *train_flags,
                 *_model_flags(world, checkpoint=world.hf_dir / "model.safetensors"),
             ],
-            "convert_hf_checkpoint",
+            "the Hugging Face directory that holds it",
             out,
         ),
         (

@@ -141,8 +141,8 @@ def resolve_checkpoint_prefix(path):
     """`bert_model.ckpt` prefix, a directory holding one, or a `.index` file -> the prefix."""
     if str(path).endswith((".safetensors", ".bin", ".h5", ".pt")) and os.path.isfile(path):
         raise FileNotFoundError(
-            f"{path}: not a TensorFlow checkpoint; convert Hugging Face weights first: "
-            "python convert_hf_checkpoint.py --hf_dir=DIR --output_dir=OUT, then pass OUT/bert_model.ckpt"
+            f"{path}: not a TensorFlow checkpoint; pass the Hugging Face directory that holds it "
+            "(config.json and model.safetensors) as --init_checkpoint"
         )
     if path.endswith(".index"):
         path = path[: -len(".index")]

@@ -1,12 +1,15 @@
-"""`initialize_from_checkpoint`: a model's starting weights from Google's TF1 checkpoint or ours.
+"""`initialize_from_checkpoint`: a model's starting weights from Google's TF1 checkpoint, ours,
+or a Hugging Face directory (config.json + model.safetensors, converted on the fly by Google's names).
 
 Ours (object-based, written by `Trainer`) are read into a throwaway pretrainer of the same config
 and handed over by Google's names, so the one name table decides what goes where for every task
 model: the encoder always, heads where both models have them.
 """
 
+import os
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.checkpoints.google_checkpoint import (
@@ -71,17 +74,36 @@ def named_shapes(reader):
     return named
 
 
+def is_hf_directory(path):
+    """A Hugging Face BERT directory (config.json and model.safetensors), not a TF checkpoint's."""
+    return (
+        os.path.isdir(path)
+        and os.path.isfile(os.path.join(path, "config.json"))
+        and os.path.isfile(os.path.join(path, "model.safetensors"))
+    )
+
+
+def _hf_weights(path):
+    from keras_bert_impl.checkpoints.hf_weights import load_hf_directory
+
+    return load_hf_directory(path)[1]
+
+
 def check_init_checkpoint(path, config, config_file="bert_config.json"):
     """Before any heavy work: `path` holds a checkpoint, and its shapes fit `config`. Raises
     FileNotFoundError or CheckpointMismatchError with one line: what differs, and the fix."""
-    prefix = resolve_checkpoint_prefix(path)
-    try:
-        shapes = named_shapes(tf.train.load_checkpoint(prefix))
-    except (tf.errors.OpError, ValueError) as error:
-        message = getattr(error, "message", str(error)).strip().splitlines()[0]
-        raise CheckpointMismatchError(
-            f"{prefix}: not a readable checkpoint ({message}); check --init_checkpoint"
-        ) from None
+    if is_hf_directory(path):
+        prefix = path
+        shapes = {name: (name, np.shape(value)) for name, value in _hf_weights(path).items()}
+    else:
+        prefix = resolve_checkpoint_prefix(path)
+        try:
+            shapes = named_shapes(tf.train.load_checkpoint(prefix))
+        except (tf.errors.OpError, ValueError) as error:
+            message = getattr(error, "message", str(error)).strip().splitlines()[0]
+            raise CheckpointMismatchError(
+                f"{prefix}: not a readable checkpoint ({message}); check --init_checkpoint"
+            ) from None
     implied = implied_config(shapes)
     if "vocab_size" not in implied:
         raise CheckpointMismatchError(
@@ -89,6 +111,13 @@ def check_init_checkpoint(path, config, config_file="bert_config.json"):
             "pass a BERT checkpoint as --init_checkpoint"
         )
     differ = {key: value for key, value in implied.items() if getattr(config, key) != value}
+    if set(differ) == {"vocab_size"} and differ["vocab_size"] < config.vocab_size:
+        raise CheckpointMismatchError(
+            f"{prefix}: has {differ['vocab_size']} word embeddings but {config_file} says vocab_size="
+            f"{config.vocab_size}; to add words to a released model's vocabulary, extend it with "
+            "build_vocab.py --base_vocab=... --init_checkpoint=... (docs/continue-pretraining.md) and "
+            "pass the bert_config.json and checkpoint it writes"
+        )
     if differ:
         ours = ", ".join(f"{key}={getattr(config, key)}" for key in differ)
         theirs = ", ".join(f"{key}={value}" for key, value in differ.items())
@@ -132,7 +161,10 @@ def _head_mismatch(prefix, error):
 
 
 def initialize_from_checkpoint(model, path):
-    """Loads `path` (prefix or directory) into `model`; returns the `LoadReport`."""
+    """Loads `path` (prefix or directory, or a Hugging Face directory) into `model`; returns the
+    `LoadReport` (heads the checkpoint lacks, e.g. a released encoder's MLM head, are initialised)."""
+    if is_hf_directory(path):
+        return assign_google_weights(model, _hf_weights(path), source=path)
     prefix = resolve_checkpoint_prefix(path)
     if not is_object_based(prefix):
         return load_google_checkpoint(model, prefix)
@@ -207,3 +239,22 @@ def _variables_under(prefix, path):
 
 # The pretrainer's heads, as attributes of our models and prefixes of Google's names.
 _SOURCE_HEADS = (("masked_lm", "cls/predictions/"), ("next_sentence", "cls/seq_relationship/"))
+
+
+def checkpoint_weights(path, config):
+    """{Google name: array} of what `path` holds: Google's checkpoint, ours (a run's directory or
+    prefix; read into a pretrainer of `config`), or a Hugging Face directory. Heads it lacks are
+    not made up."""
+    from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint, weight_table
+
+    if is_hf_directory(path):
+        return _hf_weights(path)
+    prefix = resolve_checkpoint_prefix(path)
+    if not is_object_based(prefix):
+        return read_google_checkpoint(prefix)
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    initialized = set(initialize_from_checkpoint(model, prefix).initialized)
+    weights = google_weights(model)
+    return {
+        row.google_name: weights[row.google_name] for row in weight_table(model) if row.variable.path not in initialized
+    }
