@@ -7,25 +7,12 @@ map onto our variables. Hugging Face's `"hidden_act": "gelu"` is the exact erf G
 import json
 import os
 import re
-import struct
 
 import numpy as np
 
 from keras_bert_impl.checkpoints.name_table import compile_rows, rename
 from keras_bert_impl.errors import BertConfigError, CheckpointMismatchError
 from keras_bert_impl.models.bert_config import BertConfig
-
-_DTYPES = {
-    "F64": np.float64,
-    "F32": np.float32,
-    "F16": np.float16,
-    "I64": np.int64,
-    "I32": np.int32,
-    "I16": np.int16,
-    "I8": np.int8,
-    "U8": np.uint8,
-    "BOOL": np.bool_,
-}
 
 # config.json keys with the same name and meaning as bert_config.json's.
 _SHARED_CONFIG_KEYS = (
@@ -137,37 +124,22 @@ _OLD_LAYER_NORM = re.compile(r"(LayerNorm)\.(gamma|beta)$")
 
 
 def read_safetensors(path):
-    """{name: numpy array} from a `.safetensors` file (8-byte header size, JSON header, data)."""
-    with open(path, "rb") as reader:
-        data = reader.read()
-    try:
-        (header_size,) = struct.unpack("<Q", data[:8])
-        header = json.loads(data[8 : 8 + header_size])
-    except (struct.error, ValueError) as error:
-        raise CheckpointMismatchError(f"{path}: not a safetensors file ({error})") from None
-    body = memoryview(data)[8 + header_size :]
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        if end > len(body):
-            raise CheckpointMismatchError(
-                f"{path}: truncated ({len(data)} bytes, its header needs {8 + header_size + end}): an interrupted "
-                "download? fetch the file again"
-            )
-        if entry["dtype"] == "BF16":
-            import ml_dtypes  # shipped with TensorFlow; only bf16 files need it
+    """{name: numpy array} of a `.safetensors` file (safetensors' numpy API); half-precision and
+    float64 weights widened or narrowed to our float32."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
 
-            dtype = ml_dtypes.bfloat16
-        elif entry["dtype"] in _DTYPES:
-            dtype = _DTYPES[entry["dtype"]]
-        else:
-            raise CheckpointMismatchError(f"{path}: tensor {name} has unsupported dtype {entry['dtype']}")
-        array = np.frombuffer(body[begin:end], dtype=dtype).reshape(entry["shape"])
-        # Our variables are float32: widen half-precision and narrow float64 weights.
-        tensors[name] = array if entry["dtype"] not in ("F16", "BF16", "F64") else array.astype(np.float32)
-    return tensors
+    try:
+        tensors = load_file(path)
+    except (SafetensorError, ValueError, TypeError) as error:
+        raise CheckpointMismatchError(
+            f"{path}: not a readable safetensors file ({str(error).splitlines()[0]}); truncated by an interrupted "
+            "download? fetch the file again"
+        ) from None
+    return {
+        name: array.astype(np.float32) if array.dtype.name in ("float16", "bfloat16", "float64") else array
+        for name, array in tensors.items()
+    }
 
 
 def hf_config_to_bert_config(values, source="config.json"):
@@ -259,34 +231,17 @@ def load_hf_directory(directory):
 
 # Our hidden_act -> transformers'. Google's "gelu" is the tanh form: transformers' "gelu_new".
 _TO_HF_ACTIVATIONS = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh", "swish": "silu"}
-_SAFETENSORS_DTYPES = {np.dtype(dtype): name for name, dtype in _DTYPES.items()}
 
 
 def write_safetensors(tensors, path):
-    """{name: numpy array} -> a `.safetensors` file (8-byte header size, JSON header padded to 8
-    bytes, the tensors' bytes in header order), written atomically."""
+    """{name: numpy array} -> a `.safetensors` file (safetensors' numpy API), written atomically."""
+    from safetensors.numpy import save
+
     from keras_bert_common.files import atomic_output
 
-    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
-    for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
-        if array.dtype not in _SAFETENSORS_DTYPES:
-            raise TypeError(f"{name}: dtype {array.dtype} has no safetensors name")
-        blob = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-        header[name] = {
-            "dtype": _SAFETENSORS_DTYPES[array.dtype],
-            "shape": list(array.shape),
-            "data_offsets": [offset, offset + len(blob)],
-        }
-        offset += len(blob)
-        blobs.append(blob)
-    encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    encoded += b" " * (-len(encoded) % 8)
+    data = save({name: np.ascontiguousarray(tensors[name]) for name in sorted(tensors)}, metadata={"format": "pt"})
     with atomic_output(path, "wb") as writer:
-        writer.write(struct.pack("<Q", len(encoded)))
-        writer.write(encoded)
-        for blob in blobs:
-            writer.write(blob)
+        writer.write(data)
 
 
 def bert_config_to_hf_config(config, architecture, label_names=None):
