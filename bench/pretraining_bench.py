@@ -95,8 +95,8 @@ def ours(layers, hidden, heads, batch_size, steps, jit, policy):
         strategy, task, model, optimizer, "/tmp/unused", steps_per_loop=steps, jit_compile=jit, log=lambda m: None
     )
     iterator = iter(tf.data.Dataset.from_tensors(batch_of(batch_size)).repeat())
-    trainer._train_loop(iterator, tf.constant(1))  # warm-up: trace and compile
-    return lambda: _timed(lambda: trainer._train_loop(iterator, tf.constant(steps))) / steps
+    trainer.train_loop(iterator, tf.constant(1))  # warm-up: trace and compile
+    return lambda: _timed(lambda: trainer.train_loop(iterator, tf.constant(steps))) / steps
 
 
 def model_garden(layers, hidden, heads, batch_size, steps, jit, policy):

@@ -147,7 +147,7 @@ def test_one_trainer_step_equals_a_plain_keras_step(setup, tmp_path):
     reference = task.build_model()
     reference.set_weights(model.get_weights())
     trainer = Trainer(strategy, task, model, optimizer, str(tmp_path), steps_per_loop=1, log=lambda m: None)
-    trainer._train_loop(iter(tf.data.Dataset.from_tensors(batch).repeat()), tf.constant(1))
+    trainer.train_loop(iter(tf.data.Dataset.from_tensors(batch).repeat()), tf.constant(1))
 
     reference_optimizer = keras.optimizers.SGD(1.0)
     with tf.GradientTape() as tape:

@@ -15,11 +15,12 @@ import tensorflow as tf
 
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import atomic_output, check_readable_file
+from keras_bert_impl.runners.outputs import write_eval_results
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.bucketing import PADDING_LOGIT, prediction_batches, training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
-from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
+from keras_bert_impl.training.trainer import EvalSchedule
 from tfrecord_tools import feature_specs
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir
 

@@ -10,11 +10,12 @@ from keras_bert_common.errors import UsageError
 from keras_bert_common.files import describe_files, expand_file_patterns
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
+from keras_bert_impl.runners.outputs import write_eval_results
 from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
 from keras_bert_impl.training.bucketing import training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
-from keras_bert_impl.training.trainer import EvalSchedule, write_eval_results
+from keras_bert_impl.training.trainer import EvalSchedule
 from tfrecord_tools import feature_specs
 
 

@@ -12,21 +12,18 @@ MirroredStrategy, MultiWorkerMirroredStrategy and TPUStrategy:
 - `steps_per_loop` steps run inside one tf.function call (Google's `iterations_per_loop`); a
   progress line (examples/s, ETA) comes at least every `log_every_seconds` from inside the loop
   (off TPUs), so logging never changes how many steps one call runs;
-- a `tf.train.CheckpointManager` keeps model, optimizer, data iterator and dropout RNG state, so
-  a run killed at any moment resumes from its last checkpoint exactly where it was; Ctrl-C or
-  SIGTERM between steps saves one more checkpoint first;
-- optional evaluation every N steps (`EvalSchedule`), with TensorBoard summaries in
-  `output_dir/eval` beside the training ones in `output_dir/train`; it can keep the best
-  checkpoint by one metric and stop early (`best_checkpoint.BestCheckpoint`);
+- its collaborators, one job each: `RunCheckpoints` (model, optimizer, data iterator and dropout
+  RNG state, so a run killed at any moment resumes exactly where its last checkpoint was; Ctrl-C
+  or SIGTERM between steps saves one more first), `Summaries` (TensorBoard, output_dir/train and
+  output_dir/eval), `LoopProgress` (the progress lines' rate and ETA) and `BestCheckpoint` (the
+  best evaluation's model, early stopping);
+- optional evaluation every N steps (`EvalSchedule`);
 - a non-finite loss stops the run, naming the step, before anything is saved.
 
 `train` returns a `TrainResult`: the per-loop losses and metrics, the evaluations and the final step.
 """
 
-import contextlib
 import dataclasses
-import json
-import os
 import time
 
 import keras
@@ -34,19 +31,17 @@ import tensorflow as tf
 
 from keras_bert_common import stop
 from keras_bert_common.errors import Interrupted, UsageError
-from keras_bert_common.files import atomic_output, describe_files, read_bytes
 from keras_bert_common.progress import DEFAULT_INTERVAL_SECONDS, format_seconds
 from keras_bert_impl.layers.fused import plain_formulas
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
+from keras_bert_impl.training.loop_progress import LoopProgress
+from keras_bert_impl.training.run_checkpoints import RunCheckpoints
+from keras_bert_impl.training.summaries import Summaries, is_number
 
 
 class NonFiniteLossError(UsageError):
     """The training loss became NaN or infinite."""
-
-
-# Beside the checkpoints: the input flags they were written with (`Trainer.train(input_flags=...)`).
-INPUT_FLAGS_FILE = "input_flags.json"
 
 
 @dataclasses.dataclass
@@ -116,19 +111,21 @@ class Trainer:
         with strategy.scope():
             # Built before the first strategy.run: building inside it fails under a strategy.
             optimizer.build(model.trainable_variables)
+        # The task's sums, named once: numerators (losses, then metrics), then their denominators.
+        self._numerator_names = list(task.loss_terms) + list(task.metric_terms)
+        self._denominator_names = sorted(set(task.loss_terms.values()) | set(task.metric_terms.values()))
         self._gradients = self._compiled_gradients(jit_compile)
-        self._max_checkpoints_to_keep = max_checkpoints_to_keep
         self.iterator = None
-        self.manager = None
-        self._summary_writer = None
+        self.checkpoints = RunCheckpoints(
+            strategy, model, optimizer, output_dir, self.is_chief, max_checkpoints_to_keep
+        )
+        self.summaries = Summaries(output_dir, self.is_chief)
         self.log_every_seconds = log_every_seconds
         # In-loop progress calls back into Python, which a TPU's compiled loop cannot do.
         self._progress_in_loop = not isinstance(strategy, tf.distribute.TPUStrategy)
         self._progress = None
-        self._saving = False
-        self._train_loop = tf.function(self._train_loop_fn)
+        self.train_loop = tf.function(self._train_loop_fn)
         self._eval_step = tf.function(self._eval_step_fn, reduce_retracing=True)
-        self._eval_writer = None
 
     # ---- the step -------------------------------------------------------------------------
 
@@ -208,9 +205,7 @@ class Trainer:
         return tf.nest.map_structure(lambda v: self.strategy.experimental_local_results(v)[0], per_replica)
 
     def _train_loop_fn(self, iterator, num_steps):
-        names = list(self.task.loss_terms) + list(self.task.metric_terms)
-        denominator_names = sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
-        sums = {name: tf.constant(0.0) for name in names + denominator_names}
+        sums = {name: tf.constant(0.0) for name in self._numerator_names + self._denominator_names}
         for index in tf.range(num_steps):
             features = next(iterator)
             numerators, denominators = self.strategy.run(self._replica_step, args=(self._distribute(features),))
@@ -230,13 +225,9 @@ class Trainer:
         progress = self._progress
         if progress is None or not progress.due() or int(done) == int(num_steps):
             return False
-        sums = dict(zip(sorted(self._sum_names()), (float(v) for v in values)))
+        sums = dict(zip(sorted(self._numerator_names + self._denominator_names), (float(v) for v in values)))
         self._log_progress(progress.loop_start_step + int(done), self._ratios(sums))
         return False
-
-    def _sum_names(self):
-        names = list(self.task.loss_terms) + list(self.task.metric_terms)
-        return names + sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
 
     def _eval_step_fn(self, features):
         def replica(features):
@@ -247,125 +238,18 @@ class Trainer:
 
         return self._first(self.strategy.run(replica, args=(self._distribute(features),)))
 
-    # ---- checkpoints ----------------------------------------------------------------------
-
-    def _make_manager(self):
-        """The chief checkpoints model, optimizer, iterator and dropout RNG state in output_dir;
-        under MultiWorkerMirroredStrategy every other worker checkpoints only its own data
-        iterator, in output_dir/worker-N, at the same steps."""
-        if self.is_chief:
-            rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
-            checkpoint = tf.train.Checkpoint(
-                model=self.model, optimizer=self.optimizer, iterator=self.iterator, rng_states=rng_states
-            )
-            directory = self.output_dir
-        else:
-            checkpoint = tf.train.Checkpoint(iterator=self.iterator, step=self.optimizer.iterations)
-            directory = os.path.join(self.output_dir, f"worker-{input_pipeline_of(self.strategy)[0]}")
-        return tf.train.CheckpointManager(
-            checkpoint,
-            directory=directory,
-            max_to_keep=self._max_checkpoints_to_keep,
-        )
-
-    def _restore(self):
-        with self._checkpoint_of_this_model():
-            if not self.is_chief:
-                shared = tf.train.latest_checkpoint(self.output_dir)
-                if shared:
-                    rng_states = [v for v in self.model.variables if "seed_generator_state" in v.path]
-                    tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, rng_states=rng_states).restore(
-                        shared
-                    ).expect_partial()
-            return self.manager.restore_or_initialize()
+    # ---- checkpoints (RunCheckpoints) ------------------------------------------------------
 
     def restore_latest(self):
         """For evaluation or prediction without training: the newest checkpoint of output_dir
-        (model and step; the data position does not matter). Returns its path, or None."""
-        latest = tf.train.latest_checkpoint(self.output_dir)
-        if latest:
-            with self._checkpoint_of_this_model():
-                tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(latest).expect_partial()
-        return latest
-
-    @contextlib.contextmanager
-    def _checkpoint_of_this_model(self):
-        """Resuming from output_dir: its checkpoints must be of this model, not of another task's run."""
-        try:
-            yield
-        except (ValueError, AssertionError, tf.errors.OpError) as error:
-            from keras_bert_impl.errors import CheckpointMismatchError
-
-            first = str(getattr(error, "message", error)).strip().splitlines()[0]
-            if "dataset iterator" in first or "DeserializeIterator" in first:
-                # The model matches; only the data does not: the iterator's saved position is of
-                # a pipeline over other files (or another batch size or shuffling).
-                detail = first.split("checkpoint: ", 1)[-1].split(". Make sure")[0]
-                raise CheckpointMismatchError(
-                    f"{self.output_dir}: its checkpoints were written reading other input data ({detail}); "
-                    "resume with the same --input_file and batch flags as the run that wrote them, or pass a new "
-                    "--output_dir to train on these files (--init_checkpoint can start it from that run's weights)"
-                ) from None
-            raise CheckpointMismatchError(
-                f"{self.output_dir}: holds checkpoints of another model ({first}); pass a new --output_dir "
-                "(or remove its ckpt-* files)"
-            ) from None
+        (model and step). Returns its path, or None."""
+        return self.checkpoints.restore_latest()
 
     def _save(self):
-        self._saving = True
-        step = self.global_step
-        try:
-            return self.manager.save(checkpoint_number=step)
-        except BaseException:
-            self._remove_unrecorded(step)  # a full disk or a signal: no half-written checkpoint stays
-            raise
-        finally:
-            self._saving = False
-
-    def _remove_unrecorded(self, step):
-        """The files of checkpoint `step` when the state file does not name it (its save failed)."""
-        prefix = os.path.join(self.manager.directory, f"ckpt-{step}")
-        if tf.train.latest_checkpoint(self.manager.directory) == prefix:
-            return
-        for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
-            if tf.io.gfile.isdir(path):
-                tf.io.gfile.rmtree(path)
-            else:
-                tf.io.gfile.remove(path)
-
-    def _check_input_flags(self, input_flags):
-        """A checkpoint's data position is one of the pipeline it was saved from: resuming over
-        other files or batches would fail deep in tf.data, or read the data in another order."""
-        if input_flags is None:
-            return
-        path = os.path.join(self.output_dir, INPUT_FLAGS_FILE)
-        if tf.train.latest_checkpoint(self.output_dir):
-            if not tf.io.gfile.exists(path):
-                return  # written before this record existed
-            saved = json.loads(read_bytes(path))
-            changed = [flag for flag, value in input_flags.items() if flag in saved and saved[flag] != value]
-            if changed:
-                from keras_bert_impl.errors import CheckpointMismatchError
-
-                def shown(value):
-                    return describe_files(value) if isinstance(value, list) else value
-
-                raise CheckpointMismatchError(
-                    f"{self.output_dir}: its checkpoints were written reading "
-                    + ", ".join(f"{flag}={shown(saved[flag])}" for flag in changed)
-                    + ", not "
-                    + ", ".join(f"{shown(input_flags[flag])}" for flag in changed)
-                    + f"; resume with the same {' and '.join(changed)}, or pass a new --output_dir to train on this "
-                    "data (--init_checkpoint=<that output_dir> starts from its weights)"
-                )
-        elif self.is_chief:
-            tf.io.gfile.makedirs(self.output_dir)
-            with atomic_output(path) as writer:
-                json.dump(input_flags, writer, indent=1)
+        return self.checkpoints.save(self.global_step)
 
     def _last_saved_step(self):
-        latest = self.manager.latest_checkpoint if self.manager else None
-        return int(latest.rsplit("-", 1)[1]) if latest else None
+        return self.checkpoints.last_saved_step()
 
     @property
     def global_step(self):
@@ -378,21 +262,18 @@ class Trainer:
         returns a `TrainResult`. With `eval_schedule`, evaluates every N steps (and at the end).
         `input_flags` ({flag: value}, e.g. the files and batch size `dataset` reads) is kept beside
         the checkpoints: a resume with other values is refused, naming them."""
-        self._check_input_flags(input_flags)
+        self.checkpoints.check_input_flags(input_flags)
         with self.strategy.scope():
             self.iterator = iter(dataset)
-        self.manager = self._make_manager()
-        restored = self._restore()
+        restored = self.checkpoints.open(self.iterator)
         if restored:
             self.log(f"resumed from {restored} at step {self.global_step}")
-        if self.is_chief and self._summary_writer is None:
-            self._summary_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
         result = TrainResult(final_step=self.global_step, start_step=self.global_step, resumed_from=restored)
         if eval_schedule is not None and eval_schedule.keep_best:
             result.best = BestCheckpoint(
                 self.output_dir, eval_schedule.keep_best, eval_schedule.patience, write=self.is_chief
             )
-        self._progress = _LoopProgress(num_train_steps, self.global_step, global_batch_size, self.log_every_seconds)
+        self._progress = LoopProgress(num_train_steps, self.global_step, global_batch_size, self.log_every_seconds)
         try:
             self._train_until(num_train_steps, global_batch_size, eval_schedule, result)
         except KeyboardInterrupt as interrupt:
@@ -419,7 +300,7 @@ class Trainer:
             self._progress.start_loop(step)
             loop_start = time.time()
             sums = {
-                name: float(value) for name, value in self._train_loop(self.iterator, tf.constant(num_steps)).items()
+                name: float(value) for name, value in self.train_loop(self.iterator, tf.constant(num_steps)).items()
             }
             stop.raise_if_requested()  # a signal during the loop (which ended early for it)
             elapsed = time.time() - loop_start
@@ -434,7 +315,7 @@ class Trainer:
                 )
             metrics["learning_rate"] = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
             metrics["examples_per_second"] = num_steps * global_batch_size / max(elapsed, 1e-9)
-            self._write_summaries(self._summary_writer, metrics, step)
+            self.summaries.train(metrics, step)
             # A line per loop, but not many a second when loops are short (TensorBoard has them all).
             boundary = step % self.save_checkpoints_steps == 0 or step == num_train_steps
             if boundary or every_eval and step % every_eval == 0 or self._progress.seconds_since_line() >= 1.0:
@@ -472,12 +353,7 @@ class Trainer:
 
     def write_eval_summaries(self, metrics):
         """Evaluation metrics to TensorBoard (`output_dir/eval`) at the current step."""
-        if not self.is_chief:
-            return
-        if self._eval_writer is None:
-            self._eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
-        numbers = {k: v for k, v in metrics.items() if _is_number(v) and k not in ("global_step", "step")}
-        self._write_summaries(self._eval_writer, numbers, self.global_step)
+        self.summaries.eval(metrics, self.global_step)
 
     def _run_evaluation(self, eval_schedule, best=None):
         """Evaluates, logs, writes the summaries, and keeps the model if `best` says it is the best."""
@@ -486,7 +362,7 @@ class Trainer:
         metrics.pop("global_step", None)
         self.write_eval_summaries(metrics)
         self.log(
-            f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if _is_number(v))
+            f"eval at step {step}: " + ", ".join(f"{k} = {v:.4f}" for k, v in sorted(metrics.items()) if is_number(v))
         )
         if best is not None and best.update(self.model, metrics, step):
             self.log(f"best {best.metric} so far ({best.best_value:.4f}): kept in {best.directory}")
@@ -498,7 +374,7 @@ class Trainer:
         step = self.global_step
         saved = self._last_saved_step()
         single_worker = not isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy)
-        if not self._saving and single_worker and self.is_chief and saved != step:
+        if not self.checkpoints.saving and single_worker and self.is_chief and saved != step:
             try:
                 self._save()
                 saved = step
@@ -512,7 +388,6 @@ class Trainer:
 
     def evaluate(self, dataset, max_steps=None):
         """Loss terms and metrics averaged over `dataset` (at most `max_steps` batches)."""
-        denominator_names = sorted(set(self.task.loss_terms.values()) | set(self.task.metric_terms.values()))
         sums = {}
         for index, features in enumerate(dataset):
             if max_steps is not None and index >= max_steps:
@@ -523,7 +398,7 @@ class Trainer:
                 sums[name] = sums.get(name, 0.0) + float(value)
         if not sums:
             raise UsageError("the evaluation data holds no complete batch; lower --eval_batch_size or add data")
-        results = self._ratios({name: sums.get(name, 0.0) for name in list(sums) + denominator_names})
+        results = self._ratios({name: sums.get(name, 0.0) for name in list(sums) + self._denominator_names})
         results["global_step"] = self.global_step
         return results
 
@@ -534,62 +409,6 @@ class Trainer:
         metrics["loss"] = sum(metrics[name] for name in self.task.loss_terms)
         return metrics
 
-    @staticmethod
-    def _write_summaries(writer, metrics, step):
-        if writer is None:
-            return
-        with writer.as_default(step=step):
-            for name, value in metrics.items():
-                tf.summary.scalar(name, value)
-        writer.flush()
-
-
-class _LoopProgress:
-    """Rate and ETA from the steps since the current loop started (the first loop's tracing and
-    compilation do not drag down later lines), and when the next line is due."""
-
-    def __init__(self, num_train_steps, start_step, global_batch_size, interval):
-        self.num_train_steps = num_train_steps
-        self.loop_start_step = start_step
-        self.global_batch_size = global_batch_size
-        self.interval = interval
-        self._loop_start = self._last = time.monotonic()
-
-    def start_loop(self, step):
-        self.loop_start_step = step
-        self._loop_start = time.monotonic()
-
-    def due(self):
-        return time.monotonic() - self._last >= self.interval
-
-    def seconds_since_line(self):
-        return time.monotonic() - self._last
-
-    def logged(self):
-        self._last = time.monotonic()
-
-    def _steps_per_second(self, step):
-        elapsed = time.monotonic() - self._loop_start
-        return (step - self.loop_start_step) / elapsed if elapsed > 0 else 0.0
-
-    def examples_per_second(self, step):
-        return self._steps_per_second(step) * self.global_batch_size
-
-    def eta(self, step):
-        rate = self._steps_per_second(step)
-        return (self.num_train_steps - step) / rate if rate > 0 else None
-
 
 def _finite(value):
     return value == value and value not in (float("inf"), float("-inf"))
-
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def write_eval_results(results, path):
-    """Google's eval_results.txt: `key = value` lines, sorted by key."""
-    with atomic_output(path) as writer:
-        for key in sorted(results):
-            writer.write(f"{key} = {results[key]}\n")
