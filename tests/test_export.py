@@ -228,7 +228,7 @@ def test_graph_truncation_equals_google_truncation():
         for length_b in range(0, 12):
             a, b = list(range(length_a)), list(range(length_b))
             truncate_pair_from_end(a, b, 7)
-            keep_a, keep_b = packer._budgets(tf.constant([length_a]), tf.constant([length_b]))
+            keep_a, keep_b = packer.budgets(tf.constant([length_a]), tf.constant([length_b]))
             assert (int(keep_a[0]), int(keep_b[0])) == (len(a), len(b)), (length_a, length_b)
 
 

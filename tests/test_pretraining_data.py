@@ -213,7 +213,7 @@ def test_truncation_keeps_google_lengths_and_contiguous_slices(length_a, length_
             want_a -= 1
         else:
             want_b -= 1
-    drops = PretrainingInstanceMaker._truncate_seq_pair(length_a, length_b, limit, random.Random(3))
+    drops = PretrainingInstanceMaker.truncate_seq_pair(length_a, length_b, limit, random.Random(3))
     front_a, back_a, front_b, back_b = drops
     assert min(drops) >= 0
     assert (length_a - front_a - back_a, length_b - front_b - back_b) == (want_a, want_b)
@@ -380,17 +380,17 @@ def test_one_segment_spans_follow_the_packing_rule():
     maker.next_sentence_prediction = False
     # doc A: sentences of 3, 4, 2 tokens (0-9); separator 9; doc B: 12 tokens (10-22); sep 22; doc C: 5, 2 (23-30)
     elements = [(0, 3, 0), (3, 7, 0), (7, 9, 1), (9, 10, 2), (10, 22, 1), (22, 23, 2), (23, 28, 0), (28, 30, 1)]
-    spans = maker._one_segment_spans(elements, random.Random(0))
+    spans = maker.one_segment_spans(elements, random.Random(0))
     # [0,7) fits 8 with 7 tokens; adding 2 more makes 9 > 8. Then [7,9) + sep + B's 12 does not fit:
     # [7,9) alone; B longer than an input: [10,18), then [18,22) + sep + C's 5 = 10 > 8; [18,22) then [23,30).
     assert spans == [(0, 7), (7, 9), (10, 18), (18, 22), (23, 30)]
     maker.doc_sentences = True
-    spans = maker._one_segment_spans([e for e in elements if e[2] != 2], random.Random(0))
+    spans = maker.one_segment_spans([e for e in elements if e[2] != 2], random.Random(0))
     assert spans == [(0, 7), (7, 9), (10, 18), (18, 22), (23, 30)]
     # Short sentences cross documents with the separator inside.
     short = [(0, 2, 1), (2, 3, 2), (3, 6, 1), (6, 7, 2), (7, 9, 1)]
     maker.doc_sentences = False
-    assert maker._one_segment_spans(short, random.Random(0)) == [(0, 6), (7, 9)]
+    assert maker.one_segment_spans(short, random.Random(0)) == [(0, 6), (7, 9)]
 
 
 @pytest.mark.parametrize("dynamic, whole_word", [(False, True), (True, False)])

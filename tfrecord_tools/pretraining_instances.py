@@ -96,7 +96,7 @@ class PretrainingInstanceMaker:
         else:
             stream_ids, elements = self._stream(flat_ids, documents)
             for _ in range(dupe_factor):
-                spans.extend(self._one_segment_spans(elements, rng))
+                spans.extend(self.one_segment_spans(elements, rng))
 
             def pack(chunk):
                 return self._pack_one_segment(stream_ids, chunk)
@@ -133,7 +133,7 @@ class PretrainingInstanceMaker:
         stream_ids = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
         return stream_ids, elements
 
-    def _one_segment_spans(self, elements, rng):
+    def one_segment_spans(self, elements, rng):
         """FULL-SENTENCES (or DOC-SENTENCES) inputs as (start, stop) spans of the stream: whole
         sentences while the next fits the target length; an input never begins or ends with a
         document separator, and with `doc_sentences` it ends at a document's end."""
@@ -208,7 +208,7 @@ class PretrainingInstanceMaker:
                     i -= chunk_size - a_end
                 else:
                     b_start, b_stop = a_stop, start + offsets[chunk_begin + chunk_size]
-                front_a, back_a, front_b, back_b = self._truncate_seq_pair(
+                front_a, back_a, front_b, back_b = self.truncate_seq_pair(
                     a_stop - a_start, b_stop - b_start, max_num_tokens, rng
                 )
                 a_start, a_stop, b_start, b_stop = (
@@ -224,7 +224,7 @@ class PretrainingInstanceMaker:
         return instances
 
     @staticmethod
-    def _truncate_seq_pair(length_a, length_b, max_num_tokens, rng):
+    def truncate_seq_pair(length_a, length_b, max_num_tokens, rng):
         """Google's truncation: drop one token at a time from the longer segment (B on a tie),
         from the front or the back by a fair coin. The coins are drawn in one call per segment:
         the number of front drops is Binomial(drops, 1/2), as with one coin per drop. Returns

@@ -29,7 +29,9 @@ class Packer:
         with tf.control_dependencies([check]):
             return tf.identity(text_a)
 
-    def _budgets(self, length_a, length_b, max_query_length=None):
+    def budgets(self, length_a, length_b, max_query_length=None):
+        """How many tokens of A and of B fit (Google's truncation of the longer, or of the query to
+        `max_query_length`), as tensors."""
         if length_b is None:
             keep_a = tf.minimum(length_a, self.max_seq_length - 2)
             if max_query_length is not None:
@@ -58,7 +60,7 @@ class Packer:
         lengths = tf.math.bincount(tf.cast(rows, tf.int32), minlength=count, maxlength=count)
         starts = tf.cumsum(lengths, exclusive=True)  # each text's first token in the flat tensors
         length_a, start_a = lengths[:batch], starts[:batch]
-        single_a, _ = self._budgets(length_a, None, max_query_length)
+        single_a, _ = self.budgets(length_a, None, max_query_length)
         if text_b is None:
             keep_a, keep_b, start_b, has_b = (
                 single_a,
@@ -68,7 +70,7 @@ class Packer:
             )
         else:
             length_b, start_b = lengths[batch:], starts[batch:]
-            pair_a, pair_b = self._budgets(length_a, length_b, max_query_length)
+            pair_a, pair_b = self.budgets(length_a, length_b, max_query_length)
             has_b = length_b > 0  # as Google's: a B that tokenizes to nothing makes a single sequence
             keep_a, keep_b = tf.where(has_b, pair_a, single_a), tf.where(has_b, pair_b, 0)
         total = keep_a + 2 + tf.where(has_b, keep_b + 1, 0)
