@@ -40,7 +40,8 @@ def main():
 
     from keras_bert_impl.serving.export import ExportOptions, build_and_export
     from keras_bert_impl.serving.tflite import TFLiteModel, convert_to_tflite
-    from tfrecord_tools.feature_specs import classification_spec, read_tfrecord
+    from tfrecord_tools.feature_specs import classification_spec
+    from tfrecord_tools.tfrecord_files import read_tfrecord
 
     os.makedirs(args.output_root, exist_ok=True)
     model_dir = google_model_dir(args.output_root)

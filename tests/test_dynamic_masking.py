@@ -12,7 +12,7 @@ import pytest
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
 from tests.conftest import REPO_ROOT, subprocess_env, tiny_bert_config
 from tests.pretraining_fixtures import as_argv, assert_same_checkpoints, kill_9_and_resume, pretraining_flags
-from tfrecord_tools import feature_specs
+from tfrecord_tools import feature_specs, tfrecord_files
 from tfrecord_tools.dynamic_masking import masker
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
@@ -74,7 +74,7 @@ def test_counts_80_10_10_and_cap_follow_googles_rules_like_the_static_path(corpu
     static, _ = _make(root, "static.tfrecord", dupe_factor=10)
     reads, original = _reads(dynamic, vocab, repeat=20)
     assert summary.masked_tokens == 0 and not np.any(original["input_ids"] == 4)  # no [MASK] yet
-    static_rows = feature_specs.read_tfrecord(static, feature_specs.pretraining_spec(MAX_SEQ, MAX_PRED))
+    static_rows = tfrecord_files.read_tfrecord(static, feature_specs.pretraining_spec(MAX_SEQ, MAX_PRED))
     for rows, label in ((reads, "dynamic"), (static_rows, "static")):
         lengths = rows["input_mask"].sum(1)
         # Google's count, computed here in numpy: min(P, max(1, round(length * 0.15))).

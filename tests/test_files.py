@@ -26,7 +26,7 @@ def test_a_tfrecord_file_cut_short_is_found_before_reading(tmp_path):
     import tensorflow as tf
 
     from keras_bert_common.errors import UsageError
-    from tfrecord_tools.feature_specs import check_complete
+    from tfrecord_tools.tfrecord_files import check_complete
 
     path = tmp_path / "train.tfrecord"
     payloads = [b"x" * size for size in (5, 0, 300, 17)]

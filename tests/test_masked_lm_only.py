@@ -30,7 +30,7 @@ from tests.pretraining_fixtures import (
     make_pretraining_setup,
     pretraining_flags,
 )
-from tfrecord_tools import feature_specs
+from tfrecord_tools import feature_specs, tfrecord_files
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
 RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")
@@ -103,7 +103,7 @@ def test_the_masked_lm_loss_is_the_mean_cross_entropy_over_real_masks(setup, tra
     config = BertConfig.from_json_file(setup["bert_config.json"])
     model = BertMaskedLM(BertEncoder.from_bert_config(config))
     initialize_from_checkpoint(model, str(out / "bert_model.ckpt"))
-    rows = feature_specs.read_tfrecord(setup["mlm.tfrecord"], feature_specs.pretraining_spec(MAX_SEQ, MAX_PRED, False))
+    rows = tfrecord_files.read_tfrecord(setup["mlm.tfrecord"], feature_specs.pretraining_spec(MAX_SEQ, MAX_PRED, False))
     rows = {name: value[:64] for name, value in rows.items()}
     inputs = {
         name: rows[name].astype(np.int32) for name in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from tfrecord_tools import feature_specs
+from tfrecord_tools import example_wire, feature_specs, tfrecord_files
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker
 
@@ -223,9 +223,9 @@ def test_examples_to_bytes_equals_protobuf_serialization():
     spec = {"ids": tf.io.FixedLenFeature([4], tf.int64), "w": tf.io.FixedLenFeature([2], tf.float32)}
     ids = np.array([[0, 127, 128, 16383], [16384, 2**21, 2**28 + 5, 3], [-5, 1, 2, 3], [2**40, 0, 0, 0]])
     weights = np.array([[1.0, 0.0], [0.5, -2.25], [3.0, 1e-8], [0.0, 0.0]], np.float32)
-    fast = feature_specs.examples_to_bytes({"ids": ids, "w": weights}, spec)
+    fast = example_wire.examples_to_bytes({"ids": ids, "w": weights}, spec)
     for row, record in enumerate(fast):
-        reference = feature_specs.to_example_bytes({"ids": ids[row], "w": weights[row]}, spec)
+        reference = example_wire.to_example_bytes({"ids": ids[row], "w": weights[row]}, spec)
         assert tf.train.Example.FromString(record) == tf.train.Example.FromString(reference)
 
 
@@ -295,7 +295,7 @@ def test_more_prediction_slots_than_tokens_pad_the_rest(corpus, tmp_path, whole_
     path = str(tmp_path / "wide.tfrecord")
     options = _options(root, max_seq_length=16, max_predictions_per_seq=40, do_whole_word_mask=whole_word)
     create_pretraining_data([str(root / "corpus.txt")], [path], options)
-    rows = feature_specs.read_tfrecord(path, feature_specs.pretraining_spec(16, 40))
+    rows = tfrecord_files.read_tfrecord(path, feature_specs.pretraining_spec(16, 40))
     lengths = rows["input_mask"].sum(1)
     assert np.array_equal(rows["masked_lm_weights"].sum(1), np.minimum(40, np.maximum(1, np.round(lengths * 0.15))))
     real = rows["masked_lm_weights"] > 0
@@ -337,7 +337,7 @@ def test_masked_lm_only_records_pack_whole_sentences_in_one_segment(corpus, tmp_
     summary = create_pretraining_data([str(root / "corpus.txt")], [output], options)
     record = next(iter(tf.data.TFRecordDataset(output))).numpy()
     assert "next_sentence_labels" not in tf.train.Example.FromString(record).features.feature
-    rows = feature_specs.read_tfrecord(output, feature_specs.pretraining_spec(MAX_SEQ, MAX_PRED, False))
+    rows = tfrecord_files.read_tfrecord(output, feature_specs.pretraining_spec(MAX_SEQ, MAX_PRED, False))
     assert len(rows["input_ids"]) == summary.instances and summary.random_next == 0
     assert not rows["segment_ids"].any()
     seen = collections.Counter()

@@ -18,7 +18,7 @@ from keras_bert_impl.runners.finetuning import FineTuningOptions, FineTuningRun,
 from keras_bert_impl.tasks.base import Task
 from tests.conftest import REPO_ROOT
 from tests.finetuning_fixtures import _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
-from tfrecord_tools import feature_specs
+from tfrecord_tools import feature_specs, tfrecord_files
 from tfrecord_tools.classification_data import ClassificationProcessor
 from tfrecord_tools.finetuning_data import FineTuningData, write_classification_data
 
@@ -95,7 +95,7 @@ def test_a_task_defined_here_trains_and_evaluates_with_no_library_change(model_d
     # Independently: the trained weights from the checkpoint, predictions in numpy.
     model = task.build_model()
     tf.train.Checkpoint(model=model).restore(tf.train.latest_checkpoint(str(out))).expect_partial()
-    features = feature_specs.read_tfrecord(data.path("dev"), task.feature_spec())
+    features = tfrecord_files.read_tfrecord(data.path("dev"), task.feature_spec())
     inputs = {name: features[name] for name in ("input_ids", "input_mask", "segment_ids")}
     error = np.abs(np.asarray(model(inputs, training=False)["logits"])[:, 0] - features["label_ids"][:, 0])
     assert float(lines["eval_mae"]) == pytest.approx(error.mean(), abs=1e-5)

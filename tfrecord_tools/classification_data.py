@@ -13,7 +13,7 @@ import numpy as np
 
 from keras_bert_common.errors import UsageError
 from keras_bert_common.progress import LimitedWarnings
-from tfrecord_tools import feature_specs
+from tfrecord_tools import example_wire, feature_specs, tfrecord_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,4 +272,4 @@ def write_classification_tfrecord(examples, labels, max_seq_length, tokenizer, o
     """Writes run_classifier.py's TFRecord (temporary name, then rename); returns the count."""
     features = examples_to_features(examples, labels, max_seq_length, tokenizer, is_regression)
     spec = feature_specs.classification_spec(max_seq_length, is_regression)
-    return feature_specs.write_tfrecord(feature_specs.examples_to_bytes(features, spec), output_file)
+    return tfrecord_files.write_tfrecord(example_wire.examples_to_bytes(features, spec), output_file)

@@ -11,7 +11,7 @@ import numpy as np
 
 from keras_bert_common.files import atomic_output
 from keras_bert_common.progress import LimitedWarnings
-from tfrecord_tools import feature_specs
+from tfrecord_tools import example_wire, feature_specs, tfrecord_files
 
 SENTENCES_SUFFIX = ".sentences.jsonl"
 
@@ -116,11 +116,11 @@ def write_ner_tfrecord(sentences, labels, max_seq_length, tokenizer, output_file
     """The TFRecord and its `.sentences.jsonl` sidecar (each sentence's words and gold tags, which
     conlleval needs and the records lose where a sentence is cut). Returns (count, words kept)."""
     features, kept_words = sentences_to_features(sentences, labels, max_seq_length, tokenizer)
-    records = feature_specs.examples_to_bytes(features, feature_specs.tagging_spec(max_seq_length))
+    records = example_wire.examples_to_bytes(features, feature_specs.tagging_spec(max_seq_length))
     with atomic_output(output_file + SENTENCES_SUFFIX) as writer:
         for sentence in sentences:
             writer.write(json.dumps({"words": sentence.words, "labels": sentence.labels}) + "\n")
-    return feature_specs.write_tfrecord(records, output_file), kept_words
+    return tfrecord_files.write_tfrecord(records, output_file), kept_words
 
 
 def read_sentences(path):

@@ -85,7 +85,10 @@ class UnitMaker:
     imported here, in the worker)."""
 
     def __init__(self, options):
-        from tfrecord_tools import feature_specs  # TensorFlow loads per worker
+        from tfrecord_tools import (
+            example_wire,
+            feature_specs,  # TensorFlow loads per worker
+        )
         from tfrecord_tools.pretraining_instances import PretrainingInstanceMaker, documents_of
         from tfrecord_tools.tokenization import FullTokenizer
 
@@ -113,7 +116,7 @@ class UnitMaker:
             self.spec = feature_specs.pretraining_spec(
                 options.max_seq_length, options.max_predictions_per_seq, options.next_sentence_prediction
             )
-        self._to_bytes = feature_specs.examples_to_bytes
+        self._to_bytes = example_wire.examples_to_bytes
         self._documents_of = documents_of
 
     def make(self, unit, warn=None, opener=open_binary):

@@ -13,7 +13,7 @@ import numpy as np
 
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import atomic_output
-from tfrecord_tools import feature_specs
+from tfrecord_tools import example_wire, feature_specs, tfrecord_files
 
 FIRST_UNIQUE_ID = 1000000000
 
@@ -285,7 +285,7 @@ def write_squad_tfrecord(features, max_seq_length, is_training, output_file):
     """Writes run_squad.py's TFRecord; for prediction also `OUTPUT.features.jsonl`, the windows'
     tokens and maps that turn logits back into answer text. Returns the record count."""
     spec = feature_specs.squad_spec(max_seq_length, is_training)
-    records = feature_specs.examples_to_bytes(features_to_arrays(features, is_training), spec) if features else []
+    records = example_wire.examples_to_bytes(features_to_arrays(features, is_training), spec) if features else []
     if not is_training:
         sidecar = output_file + FEATURES_SUFFIX
         with atomic_output(sidecar) as writer:
@@ -303,4 +303,4 @@ def write_squad_tfrecord(features, max_seq_length, is_training, output_file):
                     )
                     + "\n"
                 )
-    return feature_specs.write_tfrecord(records, output_file)
+    return tfrecord_files.write_tfrecord(records, output_file)

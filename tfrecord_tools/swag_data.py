@@ -12,7 +12,7 @@ import numpy as np
 
 from keras_bert_common.errors import UsageError
 from keras_bert_common.progress import LimitedWarnings
-from tfrecord_tools import feature_specs
+from tfrecord_tools import example_wire, feature_specs, tfrecord_files
 from tfrecord_tools.classification_data import pack_pairs
 
 NUM_CHOICES = 4
@@ -85,5 +85,5 @@ def examples_to_features(examples, max_seq_length, tokenizer):
 
 def write_swag_tfrecord(examples, max_seq_length, tokenizer, output_file):
     features = examples_to_features(examples, max_seq_length, tokenizer)
-    records = feature_specs.examples_to_bytes(features, feature_specs.multiple_choice_spec(max_seq_length, NUM_CHOICES))
-    return feature_specs.write_tfrecord(records, output_file)
+    records = example_wire.examples_to_bytes(features, feature_specs.multiple_choice_spec(max_seq_length, NUM_CHOICES))
+    return tfrecord_files.write_tfrecord(records, output_file)

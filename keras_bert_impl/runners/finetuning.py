@@ -21,7 +21,7 @@ from keras_bert_impl.training.bucketing import PADDING_LOGIT, prediction_batches
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule
-from tfrecord_tools import feature_specs
+from tfrecord_tools import tfrecord_files
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir
 
 
@@ -126,7 +126,7 @@ class FineTuningRun(RunSetup):
         """Trains from the TFRecord at `path`; returns the `TrainResult`."""
         options = self.options
         spec = self.task.feature_spec(is_training=True)
-        feature_specs.check_records_match(
+        tfrecord_files.check_records_match(
             path, spec, "training records", lengths_are_flags=False, vocab_size=self.config.vocab_size
         )
         # A TPU trains padded (it still predicts bucketed).
@@ -159,9 +159,9 @@ class FineTuningRun(RunSetup):
 
     def read_features(self, path, is_training=False):
         spec = self.task.feature_spec(is_training=is_training)
-        feature_specs.check_records_match(path, spec, lengths_are_flags=False, vocab_size=self.config.vocab_size)
+        tfrecord_files.check_records_match(path, spec, lengths_are_flags=False, vocab_size=self.config.vocab_size)
         with reading([path]):
-            return feature_specs.read_tfrecord(path, spec)
+            return tfrecord_files.read_tfrecord(path, spec)
 
     def predict(self, features, batch_size):
         """Model outputs for numpy `features`, as numpy arrays in input order. Batches are

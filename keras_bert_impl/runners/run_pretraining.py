@@ -16,7 +16,7 @@ from keras_bert_impl.training.bucketing import training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule
-from tfrecord_tools import feature_specs
+from tfrecord_tools import feature_specs, tfrecord_files
 
 
 class PretrainingData:
@@ -39,14 +39,14 @@ class PretrainingData:
                     f"{files[0]}: these records are masked already; --do_whole_word_mask and --masked_lm_prob "
                     "apply to records made with create_pretraining_data --dynamic_masking"
                 )
-        feature_specs.check_records_match(
+        tfrecord_files.check_records_match(
             files[0], self.spec, "pretraining records", vocab_size=task.bert_config.vocab_size
         )
         # Every shard whole before training (the first was checked with its features): about 2
         # seconds per million records, so a Wikipedia-size set says how far it is.
         start = last = time.monotonic()
         for done, path in enumerate(files[1:], 2):
-            feature_specs.check_complete(path)
+            tfrecord_files.check_complete(path)
             if time.monotonic() - last > 30:
                 last = time.monotonic()
                 setup.log(f"checking that the input files are whole: {done}/{len(files)}")
