@@ -68,11 +68,11 @@ bazel-test: $(STAMP) bazel-deps $(BUILDIFIER)
 	$(PY) tools/gen_build.py --check
 	$(BAZEL_ENV) bazel test //...
 
-# What CI runs after make test: every target analysed, the small and medium tests run.
+# What CI runs after make test: every target analysed, every test target that is not manual run.
 bazel-ci: $(STAMP) bazel-deps $(BUILDIFIER)
 	$(PY) tools/gen_build.py --check
 	$(BAZEL_ENV) bazel build --nobuild //...
-	$(BAZEL_ENV) bazel test --test_size_filters=small,medium //...
+	$(BAZEL_ENV) bazel test //...
 
 # Python formatted and checked by ruff (120 columns), BUILD files by buildifier, the generated BUILD current.
 lint: $(STAMP) $(BUILDIFIER)
