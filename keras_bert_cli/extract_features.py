@@ -29,22 +29,9 @@ flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "bert_c
 def main(_):
     if shared.tpu_from_flags() is not None:
         app.Log.warning("extract_features runs on this machine's devices: --use_tpu, --tpu and --master are ignored")
-    from keras_bert_impl.runners.extract_features import run_extract_features
+    from keras_bert_impl.runners.extract_features import ExtractOptions, run_extract_features
 
-    run_extract_features(
-        FLAGS.input_file,
-        FLAGS.output_file,
-        FLAGS.bert_config_file,
-        FLAGS.vocab_file,
-        FLAGS.init_checkpoint,
-        FLAGS.layers,
-        FLAGS.max_seq_length,
-        FLAGS.do_lower_case,
-        FLAGS.batch_size,
-        FLAGS.allow_random_weights,
-        FLAGS.pad_to_max_seq_length,
-        log=app.Log(),
-    )
+    run_extract_features(shared.options_of(ExtractOptions), log=app.Log())
 
 
 def console_main():

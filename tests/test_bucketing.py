@@ -185,7 +185,7 @@ def test_bucketed_training_resumes_exactly(model_dir, tmp_path):  # noqa: F811
 
 
 def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):  # noqa: F811
-    from keras_bert_impl.runners.extract_features import run_extract_features
+    from keras_bert_impl.runners.extract_features import ExtractOptions, run_extract_features
     from keras_bert_impl.runners.run_ner import run_ner
     from keras_bert_impl.runners.run_squad import run_squad
     from tests.finetuning_fixtures import _conll, _squad_file, _swag
@@ -252,18 +252,18 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
 
     def features_run(padded):
         path = tmp_path / f"features_{padded}.jsonl"
-        run_extract_features(
-            str(tmp_path / "input.txt"),
-            str(path),
-            str(model_dir / "bert_config.json"),
-            str(model_dir / "vocab.txt"),
-            str(model_dir / "bert_model.ckpt"),
+        options = ExtractOptions(
+            input_file=str(tmp_path / "input.txt"),
+            output_file=str(path),
+            bert_config_file=str(model_dir / "bert_config.json"),
+            vocab_file=str(model_dir / "vocab.txt"),
+            init_checkpoint=str(model_dir / "bert_model.ckpt"),
             layers="-1",
             max_seq_length=SEQ,
             batch_size=2,
             pad_to_max_seq_length=padded,
-            log=lambda message: None,
         )
+        run_extract_features(options, log=lambda message: None)
         return [json.loads(line) for line in path.read_text().splitlines()]
 
     records_b, records_p = _bucketed_and_padded(features_run)

@@ -5,6 +5,7 @@ per line: `linex_index`, then for each token its `layers` (`index`, `values` rou
 decimals) from the requested encoder layers (-1 is the last)."""
 
 import collections
+import dataclasses
 import re
 
 import numpy as np
@@ -85,20 +86,28 @@ def extract_features(
             )
 
 
-def run_extract_features(
-    input_file,
-    output_file,
-    bert_config_file,
-    vocab_file,
-    init_checkpoint=None,
-    layers="-1,-2,-3,-4",
-    max_seq_length=128,
-    do_lower_case=True,
-    batch_size=32,
-    allow_random_weights=False,
-    pad_to_max_seq_length=False,
-    log=print,
-):
+@dataclasses.dataclass
+class ExtractOptions:
+    """What extract_features.py extracts (Google's flag names)."""
+
+    input_file: str
+    output_file: str
+    bert_config_file: str
+    vocab_file: str
+    init_checkpoint: str = None
+    layers: str = "-1,-2,-3,-4"
+    max_seq_length: int = 128
+    do_lower_case: bool = True
+    batch_size: int = 32
+    allow_random_weights: bool = False
+    pad_to_max_seq_length: bool = False
+
+    @classmethod
+    def field_names(cls):
+        return [field.name for field in dataclasses.fields(cls)]
+
+
+def run_extract_features(options, log=print):
     """extract_features.py: every check first, then one JSON line per input line, written atomically."""
     import json
 
@@ -115,46 +124,55 @@ def run_extract_features(
     from tfrecord_tools.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
     try:
-        layer_indexes = [int(x) for x in layers.split(",")]
+        layer_indexes = [int(x) for x in options.layers.split(",")]
     except ValueError:
-        raise UsageError(f"--layers={layers}: expected a comma list of integers such as -1,-2,-3,-4") from None
-    check_readable_file(input_file, "--input_file", "text file")
-    check_readable_file(vocab_file, "--vocab_file", "vocab.txt")
-    check_writable(output_file, "--output_file")
-    check_outputs_distinct([output_file], [input_file, vocab_file])
-    check_text_files([input_file], "--input_file")
-    config = BertConfig.from_json_file(bert_config_file)
-    config.check_max_seq_length(max_seq_length, bert_config_file)
-    validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
-    if init_checkpoint:
-        check_init_checkpoint(init_checkpoint, config, bert_config_file)
-    elif not allow_random_weights:
+        raise UsageError(f"--layers={options.layers}: expected a comma list of integers such as -1,-2,-3,-4") from None
+    check_readable_file(options.input_file, "--input_file", "text file")
+    check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
+    check_writable(options.output_file, "--output_file")
+    check_outputs_distinct([options.output_file], [options.input_file, options.vocab_file])
+    check_text_files([options.input_file], "--input_file")
+    config = BertConfig.from_json_file(options.bert_config_file)
+    config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
+    validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+    if options.init_checkpoint:
+        check_init_checkpoint(options.init_checkpoint, config, options.bert_config_file)
+    elif not options.allow_random_weights:
         raise UsageError(
             "no --init_checkpoint: the features would come from random weights; pass --init_checkpoint "
             "(or --allow_random_weights)"
         )
-    tokenizer = FullTokenizer(vocab_file, do_lower_case=do_lower_case)
-    config.check_vocab_size(len(tokenizer.inv_vocab), vocab_file, bert_config_file)
-    examples = read_lines(input_file)
+    tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
+    config.check_vocab_size(len(tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
+    examples = read_lines(options.input_file)
     if not examples:
-        raise UsageError(f"{input_file}: is empty; --input_file holds one text (or 'text_a ||| text_b') per line")
+        raise UsageError(
+            f"{options.input_file}: is empty; --input_file holds one text (or 'text_a ||| text_b') per line"
+        )
     encoder = BertEncoder.from_bert_config(config)
     for index in layer_indexes:  # before the work, not during it
         if not -config.num_hidden_layers <= index < config.num_hidden_layers:
             raise UsageError(f"--layers: {index} is outside the model's {config.num_hidden_layers} layers")
-    if init_checkpoint:
-        log(f"init_checkpoint {init_checkpoint}: {initialize_from_checkpoint(encoder, init_checkpoint).summary()}")
+    if options.init_checkpoint:
+        report = initialize_from_checkpoint(encoder, options.init_checkpoint)
+        log(f"init_checkpoint {options.init_checkpoint}: {report.summary()}")
     from keras_bert_common import stop
     from keras_bert_common.progress import Progress
 
     progress = Progress(len(examples), "examples", log)
-    with atomic_output(output_file) as writer:
+    with atomic_output(options.output_file) as writer:
         records = extract_features(
-            encoder, tokenizer, examples, layer_indexes, max_seq_length, batch_size, pad_to_max_seq_length
+            encoder,
+            tokenizer,
+            examples,
+            layer_indexes,
+            options.max_seq_length,
+            options.batch_size,
+            options.pad_to_max_seq_length,
         )
         for done, record in enumerate(records, start=1):
             writer.write(json.dumps(record) + "\n")
             progress.update(done)
             stop.raise_if_requested()
-    log(f"wrote {output_file}: {len(examples)} examples")
+    log(f"wrote {options.output_file}: {len(examples)} examples")
     return len(examples)
