@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.name_table import compile_rows, rename
+from keras_bert_impl.checkpoints.name_table import compile_rows, implied_config, rename
 from keras_bert_impl.errors import BertConfigError, CheckpointMismatchError
 from keras_bert_impl.models.bert_config import BertConfig
 
@@ -197,8 +197,6 @@ def google_to_hf_names(weights, prefix="bert."):
 
 def check_weights_fit(config, weights, source):
     """The weights' shapes (Google's names) against the config they come with."""
-    from keras_bert_impl.checkpoints.init_checkpoint import implied_config
-
     implied = implied_config({name: (name, np.shape(value)) for name, value in weights.items()})
     differ = {key: value for key, value in implied.items() if getattr(config, key) != value}
     if differ:

@@ -19,35 +19,10 @@ from keras_bert_impl.checkpoints.google_checkpoint import (
     load_google_checkpoint,
     resolve_checkpoint_prefix,
 )
+from keras_bert_impl.checkpoints.name_table import implied_config
 from keras_bert_impl.errors import CheckpointMismatchError
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
-
-# (config key, checkpoint name pattern of a weight whose shape gives it, which dimension).
-_IMPLIED = (
-    ("vocab_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings$)", 0),
-    ("hidden_size", r"(^bert/embeddings/word_embeddings$|word_embeddings/_embeddings$)", 1),
-    ("max_position_embeddings", r"(^bert/embeddings/position_embeddings$|position_embeddings/_embeddings$)", 0),
-    ("type_vocab_size", r"(^bert/embeddings/token_type_embeddings$|token_type_embeddings/_embeddings$)", 0),
-    ("intermediate_size", r"(^bert/encoder/layer_0/intermediate/dense/kernel$|/intermediate/_kernel$)", 1),
-)
-_QUERY = re.compile(r"(^bert/encoder/layer_\d+/attention/self/query/kernel$|/self_attention/query/_kernel$)")
-
-
-def implied_config(shapes):
-    """The config values a checkpoint's weight shapes imply ({key: value}, where it can tell);
-    `shapes` maps names (model paths) to (checkpoint key, shape)."""
-    implied = {}
-    for key, pattern, dimension in _IMPLIED:
-        for name, (_, shape) in shapes.items():
-            if re.search(pattern, name) and len(shape) > dimension:
-                implied[key] = int(shape[dimension])
-                break
-    # One query kernel per layer, however many paths lead to it.
-    layers = {checkpoint_key for name, (checkpoint_key, _) in shapes.items() if _QUERY.search(name)}
-    if layers:
-        implied["num_hidden_layers"] = len(layers)
-    return implied
 
 
 def named_shapes(reader):
