@@ -28,6 +28,15 @@ def tool_scripts():
     return [path for path in found if os.path.isfile(os.path.join(ROOT, path))]
 
 
+def tool_modules():
+    """The module of each console script in pyproject.toml (`python -m` runs a tool that has no script)."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as reader:
+        targets = tomllib.load(reader)["project"]["scripts"].values()
+    return [module_path(target.split(":")[0]) for target in targets]
+
+
 TOOLS = tool_scripts()
 BINARIES = (
     TOOLS
@@ -190,6 +199,9 @@ def main():
             or f'"{b}"' in source
         ]
         deps += [target_name(h) for h in helpers if f'"{os.path.basename(h)}"' in source]
+        # A test that runs every tool (conftest.tool_commands) may start any of them with -m.
+        if "tool_commands()" in open(os.path.join(ROOT, path), encoding="utf-8").read():
+            deps += [target_name(module) for module in tool_modules()]
         # Modules a test runs with `python -m`.
         deps += [target_name(module_path(m)) for m in re.findall(r'"-m",\s*"([\w.]+)"', source) if module_path(m)]
         deps += [target_name(d) for s in scripts for d in local_imports(s)]
