@@ -1,6 +1,7 @@
 """The absl flags the tools share (Google's names), and their conversion to the options
 dataclasses of keras_bert_impl. Only the shells in this package read flags."""
 
+import dataclasses
 import os
 
 from absl import flags
@@ -82,7 +83,7 @@ def tpu_from_flags():
 
 def options_of(options_class, **overrides):
     """An options dataclass filled from the flags of the same names (`tpu` from --tpu or its aliases)."""
-    names = options_class.field_names()
+    names = [field.name for field in dataclasses.fields(options_class)]
     values = {name: FLAGS[name].value for name in names if name != "tpu" and name in FLAGS}
     if "tpu" in names:
         values["tpu"] = tpu_from_flags()

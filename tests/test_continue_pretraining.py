@@ -86,7 +86,7 @@ def test_new_words_fill_unused_slots_first_then_append_and_old_ids_stay(domain):
     # [unused0..2] take the first three, in place; the fourth is appended; nothing else moves.
     assert [tokens[5], tokens[6], tokens[7], tokens[-1]] == want and len(tokens) == len(BASE) + 1
     assert all(tokens[i] == token for i, token in enumerate(BASE) if not token.startswith("[unused"))
-    assert [pieces for *_, pieces in extension.added] == [greedy_wordpiece(w, vocab) for w in want]
+    assert [[BASE[i] for i in ids] for *_, ids in extension.added] == [greedy_wordpiece(w, vocab) for w in want]
     # Tokens per word, before and after, counted here over every word of the text.
     new_vocab = set(tokens)
     total = sum(counts.values())
@@ -155,8 +155,9 @@ def test_resized_rows_old_identical_new_the_mean_of_their_pieces(domain, heads):
         for i in range(len(BASE)):
             if i not in new_ids:
                 assert np.array_equal(new[i], old[i]), (name, i)  # bit-identical
-        for i, word, _, pieces in extension.added:
-            np.testing.assert_allclose(new[i], old[[index[p] for p in pieces]].mean(0), rtol=0, atol=1e-7)
+        for i, word, _, _ in extension.added:
+            pieces = [index[p] for p in greedy_wordpiece(word, set(BASE))]
+            np.testing.assert_allclose(new[i], old[pieces].mean(0), rtol=0, atol=1e-7)
     # Everything else is the checkpoint's, and a head-less checkpoint gains no made-up head.
     for name, value in weights.items():
         if name not in names:
@@ -202,8 +203,8 @@ def test_a_headless_hf_checkpoint_continues_with_initialised_heads_and_says_so(t
     assert trained["cls/predictions/output_bias"].shape == (len(BASE),)
 
 
-def test_the_resized_model_trains_resumes_and_converts_with_its_new_size(domain):
-    text, tmp_path = domain
+def _extended(text, tmp_path):
+    """The tiny pretrainer of the base vocabulary, extended by 5 words of `text` into TMP/extended."""
     _, directory, _ = _base_model(tmp_path, heads=True)
     out = tmp_path / "extended"
     extend_vocabulary(
@@ -215,6 +216,12 @@ def test_the_resized_model_trains_resumes_and_converts_with_its_new_size(domain)
         bert_config_file=str(directory / "bert_config.json"),
         log=lambda _: None,
     )
+    return out
+
+
+def test_the_resized_model_trains_resumes_and_converts_with_its_new_size(domain):
+    text, tmp_path = domain
+    out = _extended(text, tmp_path)
     size = len(BASE) + 2
     records = _records(tmp_path, str(out / "vocab.txt"))
     ids = [
@@ -253,17 +260,7 @@ def test_the_resized_model_trains_resumes_and_converts_with_its_new_size(domain)
 @pytest.mark.slow  # kill -9 resumption itself is tested fast in test_masked_lm_only / test_run_pretraining
 def test_the_resized_model_resumes_exactly_after_kill_9(domain):
     text, tmp_path = domain
-    _, directory, _ = _base_model(tmp_path, heads=True)
-    out = tmp_path / "extended"
-    extend_vocabulary(
-        [text],
-        str(directory / "vocab.txt"),
-        str(out),
-        num_new_tokens=5,
-        init_checkpoint=str(directory / "bert_model.ckpt"),
-        bert_config_file=str(directory / "bert_config.json"),
-        log=lambda _: None,
-    )
+    out = _extended(text, tmp_path)
     records = _records(tmp_path, str(out / "vocab.txt"))
     paths = {"bert_config.json": str(out / "bert_config.json"), "train.tfrecord": records}
     flags = pretraining_flags(

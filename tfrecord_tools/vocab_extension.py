@@ -37,7 +37,7 @@ class VocabExtension:
     """The extended vocabulary and what it changed on the domain text."""
 
     tokens: list  # the new vocabulary, base ids kept
-    added: list  # (id, word, count in the domain text, its pieces under the base vocabulary)
+    added: list  # (id, word, count in the domain text, its piece ids under the base vocabulary)
     in_unused_slots: int
     words: int  # word occurrences in the domain text
     tokens_per_word_before: float
@@ -47,7 +47,8 @@ class VocabExtension:
         """The JSON-able report written beside the vocabulary."""
         return {
             "added": [
-                {"id": index, "token": word, "count": count, "base_pieces": pieces}
+                # A piece is never a replaced [unusedK] slot (no word holds its brackets): same token in both.
+                {"id": index, "token": word, "count": count, "base_pieces": [self.tokens[i] for i in pieces]}
                 for index, word, count, pieces in self.added
             ],
             "in_unused_slots": self.in_unused_slots,
@@ -69,15 +70,14 @@ def extend_vocab(base_tokens, counts, num_new_tokens, do_lower_case=True, min_co
         raise UsageError(f"{source}: holds no words to add; check --input_file")
     known = set(base_tokens)
     unk = base_tokens.index(UNK_TOKEN)
-    candidates = sorted(
-        word
-        for word, count in counts.items()
-        if count >= min_count and word not in known and len(word) <= MAX_WORD_CHARS
-    )
-    pieces = word_pieces(base_tokens, candidates, do_lower_case)
+    words = sorted(counts)
+    base_pieces = dict(zip(words, word_pieces(base_tokens, words, do_lower_case)))
     scored = []
-    for word, ids in zip(candidates, pieces):
-        saved = counts[word] if ids == [unk] else counts[word] * (len(ids) - 1)
+    for word in words:
+        ids, count = base_pieces[word], counts[word]
+        if count < min_count or word in known or len(word) > MAX_WORD_CHARS:
+            continue
+        saved = count if ids == [unk] else count * (len(ids) - 1)
         if saved > 0:
             scored.append((-saved, word, ids))
     scored.sort()
@@ -97,10 +97,9 @@ def extend_vocab(base_tokens, counts, num_new_tokens, do_lower_case=True, min_co
         else:
             index = len(tokens)
             tokens.append(word)
-        added.append((index, word, counts[word], [base_tokens[i] for i in ids]))
-    words = sorted(counts)
+        added.append((index, word, counts[word], ids))
     total = sum(counts.values())
-    before = sum(counts[w] * len(p) for w, p in zip(words, word_pieces(base_tokens, words, do_lower_case)))
+    before = sum(counts[w] * len(base_pieces[w]) for w in words)
     after = sum(counts[w] * len(p) for w, p in zip(words, word_pieces(tokens, words, do_lower_case)))
     return VocabExtension(
         tokens=tokens,

@@ -10,7 +10,7 @@ import os
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import atomic_directory, check_readable_file, check_text_files, check_writable
 from tfrecord_tools.vocab_builder import count_words, read_lines
-from tfrecord_tools.vocab_extension import extend_vocab, word_pieces
+from tfrecord_tools.vocab_extension import extend_vocab
 from tfrecord_tools.vocab_file import load_vocab_list
 
 REPORT = "vocab_extension.json"
@@ -95,8 +95,7 @@ def extend_vocabulary(
             from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
             from keras_bert_impl.checkpoints.vocab_resize import extend_word_embeddings
 
-            added = [word for _, word, _, _ in extension.added]
-            pieces = dict(zip(added, word_pieces(base, added, do_lower_case)))
+            pieces = {word: ids for _, word, _, ids in extension.added}
             grown = extend_word_embeddings(weights, base, extension.tokens, pieces, source=init_checkpoint)
             dataclasses.replace(config, vocab_size=len(extension.tokens)).to_json_file(
                 os.path.join(temporary, "bert_config.json")

@@ -102,10 +102,6 @@ class ExtractOptions:
     allow_random_weights: bool = False
     pad_to_max_seq_length: bool = False
 
-    @classmethod
-    def field_names(cls):
-        return [field.name for field in dataclasses.fields(cls)]
-
 
 def run_extract_features(options, log=print):
     """extract_features.py: every check first, then one JSON line per input line, written atomically."""

@@ -167,10 +167,6 @@ class ExportOptions:
     tflite_file: str = None
     tflite_quantization: str = "float32"
 
-    @classmethod
-    def field_names(cls):
-        return [field.name for field in dataclasses.fields(cls)]
-
 
 def build_and_export(options, log=print):
     """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the

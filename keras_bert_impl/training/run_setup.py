@@ -54,10 +54,6 @@ class RunOptions:
     gradient_accumulation_steps: int = 1
     random_seed: int = 12345
 
-    @classmethod
-    def field_names(cls):
-        return [field.name for field in dataclasses.fields(cls)]
-
 
 @dataclasses.dataclass
 class RunResult:
