@@ -42,7 +42,7 @@ def google_model_dir(root):
     return out
 
 
-def options(model_dir, output_dir, **overrides):
+def options(model_dir, output_dir, options_class=None, **overrides):
     from keras_bert_impl.runners.finetuning import FineTuningOptions
 
     # model_dir None: the overrides name the config, vocabulary and checkpoint (or random weights).
@@ -65,7 +65,7 @@ def options(model_dir, output_dir, **overrides):
         iterations_per_loop=50,
     )
     values.update(overrides)
-    return FineTuningOptions(**values)
+    return (options_class or FineTuningOptions)(**values)
 
 
 def run_glue(task_name, model_dir, root, log, **overrides):
@@ -138,7 +138,7 @@ def run_squad_v2(
     with 6k questions lr 5e-5 for 2 epochs left every answer below the null score, and lr 1e-4 for
     3 epochs still underfit the training articles (F1 62 on them). bfloat16 matmuls: 1.3x here."""
     from keras_bert_impl.evaluation.squad_eval import evaluate_v2
-    from keras_bert_impl.runners.run_squad import run_squad
+    from keras_bert_impl.runners.run_squad import SquadOptions, run_squad
 
     with open(os.path.join(SHARED_DATA, "SQuAD", "dev-v2.0-part-a.json"), encoding="utf-8") as reader:
         data = json.load(reader)
@@ -161,12 +161,13 @@ def run_squad_v2(
             predict_batch_size=32,
             learning_rate=learning_rate,
             mixed_precision=mixed_precision,
+            options_class=SquadOptions,
+            train_file=paths["train"],
+            predict_file=paths["eval"],
+            version_2_with_negative=True,
+            doc_stride=128,
+            max_query_length=64,
         ),
-        paths["train"],
-        paths["eval"],
-        version_2_with_negative=True,
-        doc_stride=128,
-        max_query_length=64,
         log=log,
     ).eval
     all_null = evaluate_v2(evaluation, {qa["id"]: "" for a in evaluation for p in a["paragraphs"] for qa in p["qas"]})

@@ -6,11 +6,10 @@ python tfrecord_tools/build_vocab.py --base_vocab=bert/vocab.txt --input_file=do
     --init_checkpoint=bert/bert_model.ckpt --bert_config_file=bert/bert_config.json --output_dir=bert_domain
 """
 
-import os
-
-from absl import flags, logging
+from absl import flags
 
 from keras_bert_cli import app
+from keras_bert_cli import flags as shared
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Raw text files: a comma list of files or globs.")
@@ -49,60 +48,10 @@ flags.DEFINE_bool("force", False, "Replace an existing --output_dir.")
 flags.mark_flags_as_required(["input_file"])
 
 
-def extend(paths):
-    from keras_bert_common.errors import UsageError
-    from keras_bert_impl.runners.extend_vocab import extend_vocabulary
-
-    if not FLAGS.output_dir or FLAGS.output_file:
-        raise UsageError("--base_vocab writes a directory: pass --output_dir (not --output_file)")
-    extend_vocabulary(
-        paths,
-        FLAGS.base_vocab,
-        FLAGS.output_dir,
-        num_new_tokens=FLAGS.num_new_tokens,
-        init_checkpoint=FLAGS.init_checkpoint,
-        bert_config_file=FLAGS.bert_config_file,
-        do_lower_case=FLAGS.do_lower_case,
-        min_count=FLAGS.min_count,
-        force=FLAGS.force,
-        log=app.Log(),
-    )
-
-
 def main(_):
-    from keras_bert_common.files import (
-        atomic_output,
-        check_outputs_distinct,
-        check_text_files,
-        check_writable,
-        expand_file_patterns,
-    )
-    from tfrecord_tools.vocab_builder import build_wordpiece_vocab, check_vocab_size, read_lines
+    from keras_bert_impl.runners.build_vocab import VocabOptions, build_vocab
 
-    paths = expand_file_patterns(FLAGS.input_file, log=app.Log())
-    if FLAGS.base_vocab:
-        return extend(paths)
-    if not FLAGS.output_file:
-        from keras_bert_common.errors import UsageError
-
-        raise UsageError("--output_file is required (where vocab.txt goes)")
-    check_vocab_size(FLAGS.vocab_size, FLAGS.reserved_tokens)
-    check_writable(FLAGS.output_file, "--output_file")
-    check_outputs_distinct([FLAGS.output_file], paths)
-    check_text_files(paths, "--input_file")
-    vocab = build_wordpiece_vocab(
-        read_lines(paths, warn=app.Log.warning),
-        FLAGS.vocab_size,
-        FLAGS.do_lower_case,
-        FLAGS.reserved_tokens,
-        FLAGS.min_count,
-        source=", ".join(paths),
-        log=app.Log(),
-        total_bytes=sum(os.path.getsize(path) for path in paths),
-    )
-    with atomic_output(FLAGS.output_file) as writer:
-        writer.write("\n".join(vocab) + "\n")
-    logging.info("wrote %s: %d tokens", FLAGS.output_file, len(vocab))
+    build_vocab(shared.options_of(VocabOptions), log=app.Log())
 
 
 def console_main():

@@ -16,6 +16,7 @@ keras-hub has no next-sentence, SQuAD, NER or multiple-choice BERT class, so tho
 from absl import flags
 
 from keras_bert_cli import app
+from keras_bert_cli import flags as shared
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("from", None, ["google", "huggingface", "keras_hub"], "The input directory's format.")
@@ -41,21 +42,11 @@ flags.mark_flags_as_required(["from", "to", "input_dir", "output_dir"])
 
 
 def main(_):
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
 
-    convert_checkpoint(
-        FLAGS["from"].value,
-        FLAGS.to,
-        FLAGS.input_dir,
-        FLAGS.output_dir,
-        vocab_file=FLAGS.vocab_file,
-        model_type=FLAGS.model_type,
-        label_names=FLAGS.label_names,
-        do_lower_case=FLAGS.do_lower_case,
-        force=FLAGS.force,
-        bert_config_file=FLAGS.bert_config_file,
-        log=app.Log(),
-    )
+    # --from and --to are the flags' names; `from` is a Python keyword.
+    options = shared.options_of(ConvertOptions, from_format=FLAGS["from"].value, to_format=FLAGS.to)
+    convert_checkpoint(options, log=app.Log())
 
 
 def console_main():

@@ -18,9 +18,11 @@ flags.mark_flags_as_required(["hf_dir", "output_dir"])
 
 def main(_):
     """`convert_checkpoint.py --from=huggingface --to=google` under its older name."""
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
 
-    convert_checkpoint("huggingface", "google", FLAGS.hf_dir, FLAGS.output_dir, force=FLAGS.force, log=app.Log())
+    convert_checkpoint(
+        ConvertOptions("huggingface", "google", FLAGS.hf_dir, FLAGS.output_dir, force=FLAGS.force), log=app.Log()
+    )
 
 
 def console_main():

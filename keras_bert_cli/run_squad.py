@@ -37,22 +37,9 @@ shared.define_common_flags(max_seq_length=384, learning_rate=5e-5)
 
 
 def main(_):
-    from keras_bert_impl.runners.run_squad import run_squad
+    from keras_bert_impl.runners.run_squad import SquadOptions, run_squad
 
-    run_squad(
-        shared.options_from_flags(),
-        FLAGS.train_file,
-        FLAGS.predict_file,
-        FLAGS.version_2_with_negative,
-        FLAGS.doc_stride,
-        FLAGS.max_query_length,
-        FLAGS.n_best_size,
-        FLAGS.max_answer_length,
-        FLAGS.null_score_diff_threshold,
-        FLAGS.verbose_logging,
-        data_dir=FLAGS.data_dir,
-        log=app.Log(),
-    )
+    run_squad(shared.options_of(SquadOptions), log=app.Log())
 
 
 def console_main():

@@ -60,7 +60,7 @@ def model_dir(tmp_path_factory):
     return root
 
 
-def _options(model_dir, output_dir, **overrides):
+def _options(model_dir, output_dir, options_class=FineTuningOptions, **overrides):
     values = dict(
         bert_config_file=str(model_dir / "bert_config.json"),
         vocab_file=str(model_dir / "vocab.txt"),
@@ -76,7 +76,7 @@ def _options(model_dir, output_dir, **overrides):
         iterations_per_loop=10,
     )
     values.update(overrides)
-    return FineTuningOptions(**values)
+    return (options_class or FineTuningOptions)(**values)
 
 
 def _mrpc(tmp_path):

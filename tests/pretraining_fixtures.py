@@ -73,6 +73,14 @@ def as_argv(flags):
     return [f"--{name}={value}" for name, value in flags.items()]
 
 
+def run_straight(runner, flags, output_dir, env):
+    """Runs `runner` with `flags` into `output_dir` uninterrupted; asserts it succeeded, returns the run."""
+    command = [sys.executable, runner, *as_argv({**flags, "output_dir": output_dir})]
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
 def kill_9_and_resume(runner, flags, output_dir, env, when="ckpt-15.index"):
     """Runs `runner` with `flags` into `output_dir`, SIGKILLs it once `when` is written there and
     runs the same command again. Returns the newest checkpoint the kill left and the resumed run."""

@@ -128,7 +128,7 @@ def test_best_checkpoint_flags_are_checked_first(model_dir, tmp_path):  # noqa: 
 
 
 def test_squad_evaluates_during_training_and_keeps_the_best_f1(model_dir, tmp_path):  # noqa: F811
-    from keras_bert_impl.runners.run_squad import run_squad, squad_metric_names
+    from keras_bert_impl.runners.run_squad import SquadOptions, run_squad, squad_metric_names
     from tests.finetuning_fixtures import _squad_file
 
     path = _squad_file(tmp_path)
@@ -136,9 +136,10 @@ def test_squad_evaluates_during_training_and_keeps_the_best_f1(model_dir, tmp_pa
     options = _options(
         model_dir, out, max_seq_length=24, do_train=True, do_predict=True, num_train_epochs=8.0, train_batch_size=3,
         learning_rate=3e-3, eval_every_n_steps=2, iterations_per_loop=2, keep_best_checkpoint="f1",
+        options_class=SquadOptions, train_file=str(path), predict_file=str(path), version_2_with_negative=True,
+        doc_stride=8, max_query_length=8, n_best_size=5, max_answer_length=6,
     )  # fmt: skip
-    squad = dict(version_2_with_negative=True, doc_stride=8, max_query_length=8, n_best_size=5, max_answer_length=6)
-    result = run_squad(options, str(path), str(path), **squad)
+    result = run_squad(options)
     evaluations = result.train.evaluations
     assert [e["step"] for e in evaluations] == [2, 4, 6, 8]
     f1s = [e["f1"] for e in evaluations]

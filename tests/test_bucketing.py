@@ -187,18 +187,23 @@ def test_bucketed_training_resumes_exactly(model_dir, tmp_path):  # noqa: F811
 def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):  # noqa: F811
     from keras_bert_impl.runners.extract_features import ExtractOptions, run_extract_features
     from keras_bert_impl.runners.run_ner import run_ner
-    from keras_bert_impl.runners.run_squad import run_squad
+    from keras_bert_impl.runners.run_squad import SquadOptions, run_squad
     from tests.finetuning_fixtures import _conll, _squad_file, _swag
 
     # SQuAD: a context shorter than max_seq_length, so its windows are cut too.
     squad = _squad_file(tmp_path)
     squad_out = tmp_path / "squad"
-    squad_args = dict(version_2_with_negative=True, doc_stride=8, max_query_length=8, n_best_size=5)
-    run_squad(_options(model_dir, squad_out, max_seq_length=40, do_train=True), str(squad), str(squad), **squad_args)
+    squad_args = dict(
+        options_class=SquadOptions, version_2_with_negative=True, doc_stride=8, max_query_length=8, n_best_size=5
+    )
+    run_squad(_options(model_dir, squad_out, max_seq_length=40, do_train=True, train_file=str(squad), **squad_args))
 
     def squad_run(padded):
-        options = _options(model_dir, squad_out, max_seq_length=40, do_predict=True, pad_to_max_seq_length=padded)
-        evaluation = run_squad(options, None, str(squad), **squad_args).eval
+        options = _options(
+            model_dir, squad_out, max_seq_length=40, do_predict=True, pad_to_max_seq_length=padded,
+            predict_file=str(squad), **squad_args,
+        )  # fmt: skip
+        evaluation = run_squad(options).eval
         return evaluation, json.loads((squad_out / "nbest_predictions.json").read_text())
 
     (eval_b, nbest_b), (eval_p, nbest_p) = _bucketed_and_padded(squad_run)

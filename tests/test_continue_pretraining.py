@@ -8,7 +8,6 @@ vocabularies are refused in one line before any work."""
 import importlib.util
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -22,7 +21,14 @@ from keras_bert_impl.runners.extend_vocab import extend_vocabulary
 from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 from keras_bert_impl.tasks.registry import create_task
 from tests.conftest import REPO_ROOT, subprocess_env, tiny_bert_config
-from tests.pretraining_fixtures import MAX_PRED, MAX_SEQ, assert_same_checkpoints, kill_9_and_resume, pretraining_flags
+from tests.pretraining_fixtures import (
+    MAX_PRED,
+    MAX_SEQ,
+    assert_same_checkpoints,
+    kill_9_and_resume,
+    pretraining_flags,
+    run_straight,
+)
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -239,7 +245,7 @@ def test_the_resized_model_trains_resumes_and_converts_with_its_new_size(domain)
     trained = read_google_checkpoint(str(tmp_path / "run" / "bert_model.ckpt"))
     assert trained["bert/embeddings/word_embeddings"].shape[0] == size
     from keras_bert_impl.checkpoints.hf_weights import load_hf_directory
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
 
     google = tmp_path / "run_google"
     google.mkdir()
@@ -248,11 +254,13 @@ def test_the_resized_model_trains_resumes_and_converts_with_its_new_size(domain)
             os.link(tmp_path / "run" / name, google / name)
     (google / "bert_config.json").write_text((out / "bert_config.json").read_text())
     (google / "vocab.txt").write_text((out / "vocab.txt").read_text())
-    convert_checkpoint("google", "huggingface", str(google), str(tmp_path / "hf"), log=lambda _: None)
+    convert_checkpoint(ConvertOptions("google", "huggingface", str(google), str(tmp_path / "hf")), log=lambda _: None)
     hf_config, hf_weights = load_hf_directory(str(tmp_path / "hf"))
     assert hf_config.vocab_size == size and hf_weights["bert/embeddings/word_embeddings"].shape == (size, 32)
     if importlib.util.find_spec("keras_hub"):
-        convert_checkpoint("google", "keras_hub", str(google), str(tmp_path / "hub"), log=lambda _: None)
+        convert_checkpoint(
+            ConvertOptions("google", "keras_hub", str(google), str(tmp_path / "hub")), log=lambda _: None
+        )
         hub = json.loads((tmp_path / "hub" / "config.json").read_text())
         assert hub["config"]["vocabulary_size"] == size
 
@@ -267,18 +275,7 @@ def test_the_resized_model_resumes_exactly_after_kill_9(domain):
         paths, "", init_checkpoint=str(out / "bert_model.ckpt"), num_train_steps=40, iterations_per_loop=1
     )
     runner = os.path.join(REPO_ROOT, "run_pretraining.py")
-    import subprocess
-
-    from tests.pretraining_fixtures import as_argv
-
-    straight = subprocess.run(
-        [sys.executable, runner, *as_argv({**flags, "output_dir": tmp_path / "straight"})],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
-    assert straight.returncode == 0, straight.stderr[-3000:]
+    run_straight(runner, flags, tmp_path / "straight", subprocess_env())
     _, resumed = kill_9_and_resume(runner, flags, tmp_path / "killed", subprocess_env())
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert_same_checkpoints(tmp_path / "straight" / "bert_model.ckpt", tmp_path / "killed" / "bert_model.ckpt")

@@ -3,15 +3,18 @@ deterministic under the seed, the static schema downstream, and an exact resume 
 
 import collections
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset
 from tests.conftest import REPO_ROOT, subprocess_env, tiny_bert_config
-from tests.pretraining_fixtures import as_argv, assert_same_checkpoints, kill_9_and_resume, pretraining_flags
+from tests.pretraining_fixtures import (
+    assert_same_checkpoints,
+    kill_9_and_resume,
+    pretraining_flags,
+    run_straight,
+)
 from tfrecord_tools import feature_specs, tfrecord_files
 from tfrecord_tools.dynamic_masking import masker
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
@@ -172,14 +175,7 @@ def test_pretraining_on_dynamic_records_resumes_exactly_after_kill_9(corpus, tmp
         do_whole_word_mask=True,
     )
     runner = os.path.join(REPO_ROOT, "run_pretraining.py")
-    straight = subprocess.run(
-        [sys.executable, runner, *as_argv({**flags, "output_dir": tmp_path / "straight"})],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
-    assert straight.returncode == 0, straight.stderr[-3000:]
+    straight = run_straight(runner, flags, tmp_path / "straight", subprocess_env())
     assert "masking in tf.data (dynamic masking)" in straight.stderr
     killed = tmp_path / "killed"
     _, resumed = kill_9_and_resume(runner, flags, killed, subprocess_env())

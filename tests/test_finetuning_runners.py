@@ -115,7 +115,7 @@ def test_run_classifier_command_line(model_dir, tmp_path):
 
 
 def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
-    from keras_bert_impl.runners.run_squad import run_squad
+    from keras_bert_impl.runners.run_squad import SquadOptions, run_squad
 
     path = _squad_file(tmp_path)
     out = tmp_path / "squad_out"
@@ -128,17 +128,16 @@ def test_run_squad_v2_outputs_and_evaluation(model_dir, tmp_path):
         num_train_epochs=30.0,
         train_batch_size=3,
         learning_rate=3e-3,
-    )
-    evaluation = run_squad(
-        options,
-        str(path),
-        str(path),
+        options_class=SquadOptions,
+        train_file=str(path),
+        predict_file=str(path),
         version_2_with_negative=True,
         doc_stride=8,
         max_query_length=8,
         n_best_size=5,
         max_answer_length=6,
-    ).eval
+    )
+    evaluation = run_squad(options).eval
     predictions = json.loads((out / "predictions.json").read_text())
     nbest = json.loads((out / "nbest_predictions.json").read_text())
     null_odds = json.loads((out / "null_odds.json").read_text())

@@ -171,7 +171,7 @@ def test_convert_checkpoint_google_to_hugging_face_and_back(tmp_path):
     import sys
 
     from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
     from tests.conftest import REPO_ROOT, subprocess_env
     from tests.pretraining_fixtures import assert_same_checkpoints
 
@@ -200,9 +200,9 @@ def test_convert_checkpoint_google_to_hugging_face_and_back(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "huggingface pretrainer" in run.stderr
     assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
-    assert convert_checkpoint("huggingface", "google", str(tmp_path / "hf"), str(tmp_path / "back"), log=print) == (
-        "pretrainer"
-    )
+    assert convert_checkpoint(
+        ConvertOptions("huggingface", "google", str(tmp_path / "hf"), str(tmp_path / "back")), log=print
+    ) == ("pretrainer")
     assert_same_checkpoints(google / "bert_model.ckpt", tmp_path / "back" / "bert_model.ckpt")
     assert (tmp_path / "back" / "vocab.txt").read_text() == vocab.read_text()
 
@@ -234,7 +234,7 @@ def test_a_fine_tuned_runner_output_converts_with_its_labels(model_dir, tmp_path
     import tensorflow as tf
 
     from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
     from keras_bert_impl.runners.run_classifier import run_classifier
     from tfrecord_tools.classification_data import ClassificationProcessor
 
@@ -245,12 +245,14 @@ def test_a_fine_tuned_runner_output_converts_with_its_labels(model_dir, tmp_path
     assert tf.train.latest_checkpoint(str(out))
     hf = tmp_path / "hf"
     written = convert_checkpoint(
-        "google",
-        "huggingface",
-        str(out),
-        str(hf),
-        vocab_file=str(model_dir / "vocab.txt"),
-        bert_config_file=str(model_dir / "bert_config.json"),
+        ConvertOptions(
+            "google",
+            "huggingface",
+            str(out),
+            str(hf),
+            vocab_file=str(model_dir / "vocab.txt"),
+            bert_config_file=str(model_dir / "bert_config.json"),
+        ),
         log=print,
     )
     assert written == "classifier"
@@ -270,7 +272,7 @@ def test_a_head_trained_in_transformers_without_a_pooler_loads_and_serves(tmp_pa
     left at its initialisation, and give the original model's logits; a classifier still needs it."""
     from keras_bert_impl.checkpoints.hf_weights import read_safetensors, write_safetensors
     from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
     from keras_bert_impl.tasks.registry import create_task
 
     config = tiny_bert_config(99)
@@ -283,7 +285,7 @@ def test_a_head_trained_in_transformers_without_a_pooler_loads_and_serves(tmp_pa
     )
     tensors = read_safetensors(str(hf / "model.safetensors"))
     write_safetensors({k: v for k, v in tensors.items() if ".pooler." not in k}, str(hf / "model.safetensors"))
-    convert_checkpoint("huggingface", "google", str(hf), str(tmp_path / "google"))
+    convert_checkpoint(ConvertOptions("huggingface", "google", str(hf), str(tmp_path / "google")))
     fresh = create_task(task_name, config, 16, **kwargs).build_model()
     report = initialize_from_checkpoint(fresh, str(tmp_path / "google" / "bert_model.ckpt"))
     assert report.initialized == []  # the pooler is not counted: nothing these heads use is missing

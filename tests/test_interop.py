@@ -186,7 +186,7 @@ def _build_and_export(name, config, weights, vocab, root):
 
     from keras_bert_impl.checkpoints.google_checkpoint import assign_google_weights, save_google_checkpoint
     from keras_bert_impl.models.bert_config import BertConfig
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
     from keras_bert_impl.tasks.registry import create_task
 
     task_name, options, _, hidden_act, seed = MODELS[name]
@@ -203,7 +203,8 @@ def _build_and_export(name, config, weights, vocab, root):
     save_google_checkpoint(model, os.path.join(google, "bert_model.ckpt"))
     hf = os.path.join(root, name, "huggingface")
     written = convert_checkpoint(
-        "google", "huggingface", google, hf, vocab_file=vocab, label_names=options.get("label_names"), log=print
+        ConvertOptions("google", "huggingface", google, hf, vocab_file=vocab, label_names=options.get("label_names")),
+        log=print,
     )
     assert written == task_name
     return model, hf

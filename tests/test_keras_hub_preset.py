@@ -13,7 +13,7 @@ from keras_bert_impl.checkpoints.keras_hub_weights import (
     google_to_keras_hub_names,
     keras_hub_to_google_names,
 )
-from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
 from keras_bert_impl.tasks.registry import TASKS
 from tests.conftest import minilm_directory, tiny_bert_config
 
@@ -105,12 +105,14 @@ def test_keras_hub_loads_our_presets_and_computes_our_outputs(tmp_path):
     classifier = _model("classifier", config, label_names=["a", "b", "c"])
     out = tmp_path / "classifier_preset"
     convert_checkpoint(
-        "google",
-        "keras_hub",
-        str(_google_dir(tmp_path, config, classifier)),
-        str(out),
-        model_type="classifier",
-        label_names=["a", "b", "c"],
+        ConvertOptions(
+            "google",
+            "keras_hub",
+            str(_google_dir(tmp_path, config, classifier)),
+            str(out),
+            model_type="classifier",
+            label_names=["a", "b", "c"],
+        )
     )
     hub = keras_hub.models.BertTextClassifier.from_preset(str(out), preprocessor=None)
     np.testing.assert_allclose(np.asarray(hub(hub_inputs)), np.asarray(classifier(inputs)["logits"]), atol=1e-5)
@@ -131,7 +133,9 @@ def test_keras_hub_loads_our_presets_and_computes_our_outputs(tmp_path):
     weights = google_weights(pretrainer)
     (tmp_path / "p").mkdir()
     out = tmp_path / "p" / "preset"
-    convert_checkpoint("google", "keras_hub", str(_google_dir(tmp_path / "p", config, pretrainer)), str(out))
+    convert_checkpoint(
+        ConvertOptions("google", "keras_hub", str(_google_dir(tmp_path / "p", config, pretrainer)), str(out))
+    )
     hub = keras_hub.models.BertMaskedLM.from_preset(str(out), preprocessor=None)
     positions = np.array([[1, 3], [0, 2], [5, 6]], np.int32)
     logits = np.asarray(hub({**hub_inputs, "mask_positions": positions}))
@@ -157,9 +161,9 @@ def test_a_preset_reads_back_bit_identical(tmp_path, task_name):
     model = _model(task_name, config, **kwargs)
     ours = google_weights(model)
     preset = tmp_path / "preset"
-    convert_checkpoint("google", "keras_hub", str(_google_dir(tmp_path, config, model)), str(preset))
+    convert_checkpoint(ConvertOptions("google", "keras_hub", str(_google_dir(tmp_path, config, model)), str(preset)))
     back = tmp_path / "back"
-    written = convert_checkpoint("keras_hub", "google", str(preset), str(back))
+    written = convert_checkpoint(ConvertOptions("keras_hub", "google", str(preset), str(back)))
     assert written == task_name
     from keras_bert_impl.checkpoints.google_checkpoint import read_google_checkpoint
     from keras_bert_impl.models.bert_config import BertConfig
@@ -178,7 +182,9 @@ def test_tasks_keras_hub_has_no_class_for_are_refused(tmp_path):
     config = tiny_bert_config(99)
     model = _model("squad", config)
     with pytest.raises(UsageError, match="keras-hub has no BERT task for it"):
-        convert_checkpoint("google", "keras_hub", str(_google_dir(tmp_path, config, model)), str(tmp_path / "out"))
+        convert_checkpoint(
+            ConvertOptions("google", "keras_hub", str(_google_dir(tmp_path, config, model)), str(tmp_path / "out"))
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -190,9 +196,11 @@ def test_real_minilm_through_keras_hub_on_real_sentences(tmp_path):
     from tfrecord_tools.tokenization import FullTokenizer
 
     preset = tmp_path / "minilm_preset"
-    convert_checkpoint("huggingface", "keras_hub", minilm_directory(), str(preset), model_type="encoder")
+    convert_checkpoint(
+        ConvertOptions("huggingface", "keras_hub", minilm_directory(), str(preset), model_type="encoder")
+    )
     back = tmp_path / "google"
-    convert_checkpoint("keras_hub", "google", str(preset), str(back))
+    convert_checkpoint(ConvertOptions("keras_hub", "google", str(preset), str(back)))
     # keras-hub computes the tanh GELU (MiniLM was trained with the exact one): compare like with like.
     from keras_bert_impl.models.bert_config import BertConfig
 

@@ -19,7 +19,7 @@ from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.models.bert_encoder import BertEncoder
 from keras_bert_impl.models.bert_masked_lm import BertMaskedLM
 from keras_bert_impl.models.bert_pretrainer import BertPretrainer
-from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint, model_type_of
+from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint, model_type_of
 from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
 from tests.conftest import REPO_ROOT, subprocess_env
 from tests.pretraining_fixtures import (
@@ -29,6 +29,7 @@ from tests.pretraining_fixtures import (
     kill_9_and_resume,
     make_pretraining_setup,
     pretraining_flags,
+    run_straight,
 )
 from tfrecord_tools import feature_specs, tfrecord_files
 from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
@@ -157,9 +158,7 @@ def test_kill_9_then_resume_ends_where_an_uninterrupted_run_ends(setup, tmp_path
     )
     env = subprocess_env(TF_CPP_MIN_LOG_LEVEL="2")
     straight = tmp_path / "straight"
-    command = [sys.executable, RUNNER, *[f"--{k}={v}" for k, v in {**flags, "output_dir": straight}.items()]]
-    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = run_straight(RUNNER, flags, straight, env)
     assert "masking in tf.data (dynamic masking)" in run.stderr and "masked LM only" in run.stderr
     last, resume = kill_9_and_resume(RUNNER, flags, tmp_path / "killed", env)
     assert last is not None and not last.endswith("ckpt-40")
@@ -201,7 +200,9 @@ def test_converts_to_transformers_and_keras_hub_masked_lm(setup, trained, tmp_pa
     names = tf.train.load_checkpoint(str(out / "bert_model.ckpt")).get_variable_to_shape_map()
     assert model_type_of(names) == "masked_lm"
     hf = tmp_path / "hf"
-    written = convert_checkpoint("google", "huggingface", str(out), str(hf), vocab_file=setup["vocab.txt"])
+    written = convert_checkpoint(
+        ConvertOptions("google", "huggingface", str(out), str(hf), vocab_file=setup["vocab.txt"])
+    )
     assert written == "masked_lm"
     assert json.loads((hf / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
     from keras_bert_impl.checkpoints.hf_weights import read_safetensors
@@ -209,16 +210,19 @@ def test_converts_to_transformers_and_keras_hub_masked_lm(setup, trained, tmp_pa
     tensors = read_safetensors(str(hf / "model.safetensors"))
     assert "cls.predictions.bias" in tensors and not [name for name in tensors if "seq_relationship" in name]
     back = tmp_path / "back"
-    assert convert_checkpoint("huggingface", "google", str(hf), str(back)) == "masked_lm"
+    assert convert_checkpoint(ConvertOptions("huggingface", "google", str(hf), str(back))) == "masked_lm"
     reference = tf.train.load_checkpoint(str(out / "bert_model.ckpt"))
     read = tf.train.load_checkpoint(str(back / "bert_model.ckpt"))
     for name in names:
         assert np.array_equal(read.get_tensor(name), reference.get_tensor(name)), name
     pytest.importorskip("keras_hub")
     preset = tmp_path / "preset"
-    convert_checkpoint("google", "keras_hub", str(out), str(preset), vocab_file=setup["vocab.txt"])
+    convert_checkpoint(ConvertOptions("google", "keras_hub", str(out), str(preset), vocab_file=setup["vocab.txt"]))
     assert json.loads((preset / "task.json").read_text())["class_name"] == "BertMaskedLM"
-    assert convert_checkpoint("keras_hub", "google", str(preset), str(tmp_path / "hub_back")) == "masked_lm"
+    assert (
+        convert_checkpoint(ConvertOptions("keras_hub", "google", str(preset), str(tmp_path / "hub_back")))
+        == "masked_lm"
+    )
 
 
 def test_doc_sentences_without_dropping_nsp_is_refused_in_one_line(setup, tmp_path):

@@ -180,7 +180,7 @@ def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
     import json
 
     from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
-    from keras_bert_impl.runners.convert_checkpoint import convert_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
     from keras_bert_impl.serving.export import ExportOptions, build_and_export
     from keras_bert_impl.tasks import registry
     from keras_bert_impl.tasks.classification import ClassificationTask
@@ -216,7 +216,8 @@ def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
     outputs = served(text_a=tf.constant(["the movie"]), text_b=tf.constant(["the film"]))
     assert outputs["logits"].shape == (1, 3) and outputs["labels"].numpy()[0].decode() in labels
     written = convert_checkpoint(
-        "google", "huggingface", str(tmp_path / "google"), str(tmp_path / "hf"), model_type="stance", log=lambda _: None
+        ConvertOptions("google", "huggingface", str(tmp_path / "google"), str(tmp_path / "hf"), model_type="stance"),
+        log=lambda _: None,
     )
     hf_config = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert written == "stance" and hf_config["architectures"] == ["BertForSequenceClassification"]
@@ -226,7 +227,8 @@ def test_a_task_declared_here_exports_and_converts(tmp_path, monkeypatch):
     import keras_hub
 
     convert_checkpoint(
-        "google", "keras_hub", str(tmp_path / "google"), str(tmp_path / "hub"), model_type="stance", log=lambda _: None
+        ConvertOptions("google", "keras_hub", str(tmp_path / "google"), str(tmp_path / "hub"), model_type="stance"),
+        log=lambda _: None,
     )
     hub = keras_hub.models.BertTextClassifier.from_preset(str(tmp_path / "hub"), preprocessor=None)
     ids = np.array([[2, 7, 9, 3]], np.int32)

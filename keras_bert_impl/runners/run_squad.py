@@ -2,6 +2,7 @@
 predictions.json, nbest_predictions.json, null_odds.json (v2.0) and, when the predict file has
 answers, eval_results.json from the official evaluation."""
 
+import dataclasses
 import json
 import os
 
@@ -9,7 +10,7 @@ from keras_bert_common.errors import UsageError
 from keras_bert_common.files import check_readable_file
 from keras_bert_impl.evaluation.squad_eval import V1_METRIC_NAMES, V2_METRIC_NAMES, evaluate_v1, evaluate_v2
 from keras_bert_impl.evaluation.squad_postprocess import compute_predictions, write_json
-from keras_bert_impl.runners.finetuning import FineTuningRun, open_or_convert
+from keras_bert_impl.runners.finetuning import FineTuningOptions, FineTuningRun, open_or_convert
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.training.run_setup import RunResult
 from tfrecord_tools.finetuning_data import is_data_dir, write_squad_data
@@ -19,26 +20,32 @@ from tfrecord_tools.squad_data import FEATURES_SUFFIX, read_features_sidecar, re
 SWEEP_KEYS = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")
 
 
-def squad_data(
-    run,
-    data_dir=None,
-    train_file=None,
-    predict_file=None,
-    version_2_with_negative=False,
-    doc_stride=128,
-    max_query_length=64,
-    warn=print,
-):
-    """`data_dir` as create_finetuning_data wrote it (checked against the flags), or the SQuAD JSON
+@dataclasses.dataclass(kw_only=True)
+class SquadOptions(FineTuningOptions):
+    """run_squad.py's flags beyond fine-tuning's (Google's names and defaults)."""
+
+    train_file: str = None
+    predict_file: str = None
+    # Instead of converting the JSON files: the directory create_finetuning_data wrote for them.
+    data_dir: str = None
+    version_2_with_negative: bool = False
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+    verbose_logging: bool = False
+
+
+def squad_data(run, warn=print):
+    """`--data_dir` as create_finetuning_data wrote it (checked against the flags), or the SQuAD JSON
     files converted into --output_dir."""
     options = run.options
+    data_dir = options.data_dir
 
     def made_with_these_flags(data):
-        for key, value in (
-            ("version_2_with_negative", version_2_with_negative),
-            ("doc_stride", doc_stride),
-            ("max_query_length", max_query_length),
-        ):
+        for key in ("version_2_with_negative", "doc_stride", "max_query_length"):
+            value = getattr(options, key)
             if data.meta.get(key) != value:
                 raise UsageError(
                     f"{data_dir}/meta.json: made with {key}={data.meta.get(key)} but --{key}={value}; make them agree"
@@ -61,33 +68,22 @@ def squad_data(
             run.tokenizer,
             options.max_seq_length,
             output_dir,
-            train_file if options.do_train else None,
-            predict_file if (options.do_predict or options.do_eval) else None,
-            version_2_with_negative,
-            doc_stride,
-            max_query_length,
+            options.train_file if options.do_train else None,
+            options.predict_file if (options.do_predict or options.do_eval) else None,
+            options.version_2_with_negative,
+            options.doc_stride,
+            options.max_query_length,
             warn=warn,
         ),
         check=made_with_these_flags,
     )
 
 
-def run_squad(
-    options,
-    train_file=None,
-    predict_file=None,
-    version_2_with_negative=False,
-    doc_stride=128,
-    max_query_length=64,
-    n_best_size=20,
-    max_answer_length=30,
-    null_score_diff_threshold=0.0,
-    verbose_logging=False,
-    data_dir=None,
-    log=print,
-):
-    """With `data_dir` (create_finetuning_data's output) training reads its train.tfrecord and
-    prediction its predict.tfrecord; the predict file is still read for the answers' text."""
+def run_squad(options, log=print):
+    """`options` a SquadOptions. With `data_dir` (create_finetuning_data's output) training reads its
+    train.tfrecord and prediction its predict.tfrecord; the predict file is still read for the answers' text."""
+    data_dir, train_file, predict_file = options.data_dir, options.train_file, options.predict_file
+    version_2_with_negative = options.version_2_with_negative
     if options.do_eval:
         raise UsageError(
             "--do_eval: run_squad evaluates with --do_predict when --predict_file has answers; use --do_predict"
@@ -106,11 +102,9 @@ def run_squad(
             check_readable_file(path, flag, "SQuAD JSON file")
     run = FineTuningRun(options, log, eval_flag="do_predict")
     run.check_metric_names(squad_metric_names(version_2_with_negative))
-    warn = run.log_warning if verbose_logging else (lambda message: None)
-    data = squad_data(
-        run, data_dir, train_file, predict_file, version_2_with_negative, doc_stride, max_query_length, warn
-    )
-    task = SpanTask(run.config, options.max_seq_length, max_query_length=max_query_length)
+    warn = run.log_warning if options.verbose_logging else (lambda message: None)
+    data = squad_data(run, warn)
+    task = SpanTask(run.config, options.max_seq_length, max_query_length=options.max_query_length)
     if options.do_train:
         log(
             f"{data.meta.get('train_examples')} training questions ({data.meta.get('train_skipped')} skipped: answer "
@@ -146,10 +140,10 @@ def run_squad(
             features,
             results,
             lambda texts: _split_words(splitter, texts),
-            n_best_size,
-            max_answer_length,
+            options.n_best_size,
+            options.max_answer_length,
             version_2_with_negative,
-            null_score_diff_threshold,
+            options.null_score_diff_threshold,
         )
 
     def evaluate(predictions, nbest, null_odds):
@@ -187,15 +181,16 @@ def run_squad(
         return RunResult(train=trained)
     evaluation = evaluate(predictions, nbest, null_odds)
     if version_2_with_negative:
+        threshold = options.null_score_diff_threshold
         all_null = 100.0 * evaluation.get("NoAns_total", 0) / max(evaluation["total"], 1)
         if evaluation["any_threshold_best_f1"] <= all_null + 1e-9:
             log(
-                f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold}; no threshold "
+                f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={threshold}; no threshold "
                 f"beats predicting no answer at all here (F1 {all_null:.2f})"
             )
         else:
             log(
-                f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={null_score_diff_threshold}; the official "
+                f"F1 {evaluation['f1']:.2f} at --null_score_diff_threshold={threshold}; the official "
                 f"sweep finds F1 {evaluation['any_threshold_best_f1']:.2f} at --null_score_diff_threshold="
                 f"{evaluation['any_threshold_best_f1_thresh']:.4f}"
             )

@@ -15,8 +15,11 @@ import keras
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import check_writable
 from keras_bert_common.progress import DEFAULT_INTERVAL_SECONDS
-from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
-from keras_bert_impl.models.bert_config import BertConfig
+from keras_bert_impl.checkpoints.init_checkpoint import (
+    check_init_checkpoint,
+    check_model_files,
+    initialize_from_checkpoint,
+)
 from keras_bert_impl.training.distribution import get_distribution_strategy, input_pipeline_of
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.training.trainer import Trainer
@@ -102,8 +105,7 @@ class RunSetup:
         """`eval_flag`: the flag that evaluates (run_squad evaluates with --do_predict)."""
         self.options = options
         self.log = log
-        self.config = BertConfig.from_json_file(options.bert_config_file, warn=self.log_warning)
-        self.config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
+        self.config = check_model_files(options.bert_config_file, options.max_seq_length, warn=self.log_warning)
         for name in (
             "train_batch_size",
             "eval_batch_size",
