@@ -19,7 +19,8 @@ flags.DEFINE_string(
     "model_type",
     "encoder",
     "What the SavedModel serves: a task of keras_bert_impl/tasks/registry.py (encoder, pretrainer, masked_lm, "
-    "classifier, regression: one score as STS-B, squad, ner, multiple_choice, or one you register).",
+    "classifier, regression: one score as STS-B, squad, ner, multiple_choice, sentence_embedding, or one you "
+    "register).",
 )
 flags.DEFINE_integer(
     "num_labels", None, "classifier / ner without --label_names: the number of classes (named 0..N-1)."
@@ -27,6 +28,7 @@ flags.DEFINE_integer(
 flags.DEFINE_list("label_names", None, "classifier / ner: the label names in id order.")
 flags.DEFINE_integer("num_choices", 4, "multiple_choice: endings per example.")
 flags.DEFINE_integer("max_query_length", 64, "squad: the question's share of the sequence.")
+shared.define_pooling_flags()
 flags.DEFINE_bool(
     "variable_seq_length",
     True,

@@ -3,6 +3,10 @@ r"""Extracts pre-computed feature vectors from BERT (Google's extract_features.p
     python extract_features.py --input_file=input.txt --output_file=output.jsonl --vocab_file=vocab.txt \
         --bert_config_file=bert_config.json --init_checkpoint=bert_model.ckpt --layers=-1,-2,-3,-4 \
         --max_seq_length=128 --batch_size=8
+
+With --pooling=mean|cls|max, one sentence embedding per line instead: {"linex_index": i, "embedding": [...]}
+(the last layer pooled as sentence-transformers pools; a sentence-transformers model's own
+--normalize_embeddings setting unless given).
 """
 
 from absl import flags
@@ -23,6 +27,7 @@ flags.DEFINE_bool(
     "pad_to_max_seq_length", False, "Pad every batch to --max_seq_length instead of cutting it to a length bucket."
 )
 flags.DEFINE_bool("use_one_hot_embeddings", False, "Accepted for compatibility.")
+shared.define_pooling_flags()
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "bert_config_file"])
 
 

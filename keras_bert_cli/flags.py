@@ -91,6 +91,22 @@ def options_of(options_class, **overrides):
     return options_class(**values)
 
 
+def define_pooling_flags():
+    """--pooling and --normalize_embeddings: sentence embeddings (None: the model's own settings)."""
+    flags.DEFINE_enum(
+        "pooling",
+        None,
+        ["mean", "cls", "max"],
+        "Sentence embeddings: pool the last layer's tokens so (default: the sentence-transformers pooling files "
+        "beside --init_checkpoint, else mean).",
+    )
+    flags.DEFINE_bool(
+        "normalize_embeddings",
+        None,
+        "Sentence embeddings: L2-normalise them (default: as the sentence-transformers model does, else no).",
+    )
+
+
 def define_training_flags(max_seq_length=128, learning_rate=5e-5, train_batch_size=32):
     """The flags RunOptions holds, with Google's defaults."""
     define_model_flags()

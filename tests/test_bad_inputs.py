@@ -800,6 +800,20 @@ def _cases(world, out):
             out,
         ),
         (
+            "ner-unknown-feature-layers",
+            "run_ner",
+            [
+                f"--data_dir={bad}/conll",  # refused before the data is read
+                f"--output_dir={out}/n",
+                "--do_train",
+                "--max_seq_length=16",
+                "--feature_based=third_to_last",
+                *_model_flags(world),
+            ],
+            "--feature_based=third_to_last",
+            out,
+        ),
+        (
             "swag-no-header",
             "run_swag",
             [
@@ -862,7 +876,34 @@ def _cases(world, out):
             "--output_file",
             out,
         ),
+        (
+            "features-normalize-without-pooling",
+            "extract_features",
+            [
+                f"--input_file={world.root}/text.txt",
+                f"--output_file={out}/f.jsonl",
+                "--max_seq_length=16",
+                "--normalize_embeddings",
+                *_model_flags(world),
+            ],
+            "--normalize_embeddings",
+            out,
+        ),
         # export_saved_model
+        (
+            "export-pooling-on-a-task-without-sentence-output",
+            "export_saved_model",
+            [
+                "--max_seq_length=32",
+                f"--export_dir={out}/e",
+                "--model_type=classifier",
+                "--label_names=a,b",
+                "--pooling=mean",
+                *_model_flags(world),
+            ],
+            "--pooling",
+            out,
+        ),
         (
             "export-vocab-config-mismatch",
             "export_saved_model",

@@ -265,10 +265,13 @@ def head_weight_names(prefixes):
     return tuple(google for _, google, _ in rows if prefixes and google.startswith(tuple(prefixes)))
 
 
-def write_hf_directory(config, weights, vocab_file, do_lower_case, output_dir, task, label_names=None, force=False):
+def write_hf_directory(
+    config, weights, vocab_file, do_lower_case, output_dir, task, label_names=None, force=False, also=None
+):
     """A transformers model directory from Google-named `weights`: config.json (with
     `architectures`), model.safetensors, vocab.txt and tokenizer_config.json; written under a
-    temporary name and renamed. `task` (a `Task` class) says the architecture and its head."""
+    temporary name and renamed. `task` (a `Task` class) says the architecture and its head;
+    `also(directory)` writes more files into it before the rename."""
     import shutil
 
     from keras_bert_common.errors import UsageError
@@ -289,7 +292,8 @@ def write_hf_directory(config, weights, vocab_file, do_lower_case, output_dir, t
     outputs = np.shape(weights[task.label_bias])[0] if task.label_bias else None
     if label_names and outputs is not None and len(label_names) != outputs:
         raise UsageError(f"--label_names has {len(label_names)} names but the {model_type} head has {outputs} outputs")
-    tensors = google_to_hf_names(kept, prefix="" if model_type == "encoder" else "bert.")
+    # transformers' BertModel holds the encoder at the top level; a model with a head under `bert.`.
+    tensors = google_to_hf_names(kept, prefix="" if architecture == "BertModel" else "bert.")
     with atomic_directory(output_dir, force=force) as temporary:
         with open(os.path.join(temporary, "config.json"), "w", encoding="utf-8") as writer:
             json.dump(bert_config_to_hf_config(config, architecture, label_names), writer, indent=2)
@@ -305,4 +309,6 @@ def write_hf_directory(config, weights, vocab_file, do_lower_case, output_dir, t
                 writer,
                 indent=2,
             )
+        if also:
+            also(temporary)
     return output_dir

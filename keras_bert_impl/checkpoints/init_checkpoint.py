@@ -64,6 +64,18 @@ def _hf_weights(path):
     return load_hf_directory(path)[1]
 
 
+def check_model_files(bert_config_file, max_seq_length, init_checkpoint=None, warn=None):
+    """The model preflight every tool runs before heavy work: the config reads, `max_seq_length`
+    fits its positions, and `init_checkpoint` (if any) fits it. Returns the BertConfig."""
+    from keras_bert_impl.models.bert_config import BertConfig
+
+    config = BertConfig.from_json_file(bert_config_file, **({"warn": warn} if warn else {}))
+    config.check_max_seq_length(max_seq_length, bert_config_file)
+    if init_checkpoint:
+        check_init_checkpoint(init_checkpoint, config, bert_config_file)
+    return config
+
+
 def check_init_checkpoint(path, config, config_file="bert_config.json"):
     """Before any heavy work: `path` holds a checkpoint, and its shapes fit `config`. Raises
     FileNotFoundError or CheckpointMismatchError with one line: what differs, and the fix."""

@@ -9,6 +9,7 @@ read by keras-hub itself).
 Every direction goes through Google's names: one table per format maps onto them.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -102,27 +103,40 @@ def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None,
     return config, weights, vocab, do_lower_case, {}
 
 
-def convert_checkpoint(
-    from_format,
-    to_format,
-    input_dir,
-    output_dir,
-    vocab_file=None,
-    model_type=None,
-    label_names=None,
-    do_lower_case=None,
-    force=False,
-    bert_config_file=None,
-    log=print,
-):
-    """Reads `input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
+@dataclasses.dataclass
+class ConvertOptions:
+    """What convert_checkpoint.py converts (its flags; --from and --to are `from_format`, `to_format`)."""
+
+    from_format: str
+    to_format: str
+    input_dir: str
+    output_dir: str
+    vocab_file: str = None  # when input_dir has no vocab.txt
+    model_type: str = None  # default: the head the weights hold
+    label_names: list = None  # classifier, ner: in id order
+    do_lower_case: bool = None  # default: the input's tokenizer_config.json, else True
+    force: bool = False  # replace an existing output_dir
+    bert_config_file: str = None  # when input_dir has no bert_config.json
+
+
+def convert_checkpoint(options, log=print):
+    """Reads `options.input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
     model type written (`model_type`, or the head the weights hold)."""
     from keras_bert_common.files import atomic_directory, check_writable
     from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
     from keras_bert_impl.checkpoints.hf_weights import write_hf_directory
+    from keras_bert_impl.checkpoints.sentence_transformers import copy_pooling
     from keras_bert_impl.tasks.registry import task_class
     from tfrecord_tools.vocab_file import load_vocab_list
 
+    from_format, to_format, input_dir, output_dir = (
+        options.from_format,
+        options.to_format,
+        options.input_dir,
+        options.output_dir,
+    )
+    vocab_file, model_type, label_names = options.vocab_file, options.model_type, options.label_names
+    do_lower_case, force, bert_config_file = options.do_lower_case, options.force, options.bert_config_file
     for flag, value in (("--from", from_format), ("--to", to_format)):
         if value not in FORMATS:
             raise UsageError(f"{flag}={value}: use one of {', '.join(FORMATS)}")
@@ -143,11 +157,18 @@ def convert_checkpoint(
     model_type = model_type or found.get("model_type") or model_type_of(weights)
     label_names = label_names or found.get("label_names")
     lower = do_lower_case if do_lower_case is not None else (read_case if read_case is not None else True)
+
+    def keep_pooling(directory):
+        # A sentence-transformers model keeps its pooling (its files beside the weights) in google and HF form.
+        found = copy_pooling(input_dir, directory, config.hidden_size) if os.path.isdir(input_dir) else None
+        if found:
+            log(f"kept sentence-transformers pooling: {found['pooling']}, normalize={found['normalize_embeddings']}")
+
     if to_format == "huggingface":
         task = task_class(model_type)
         if task.label_bias and not label_names and task.label_bias in weights:
             label_names = [f"LABEL_{index}" for index in range(np.shape(weights[task.label_bias])[0])]
-        write_hf_directory(config, weights, vocab, lower, output_dir, task, label_names, force=force)
+        write_hf_directory(config, weights, vocab, lower, output_dir, task, label_names, force=force, also=keep_pooling)
     elif to_format == "keras_hub":
         from keras_bert_impl.checkpoints.keras_hub_weights import HEAD_ROWS, write_keras_hub_preset
         from keras_bert_impl.tasks.registry import TASKS
@@ -175,5 +196,6 @@ def convert_checkpoint(
             config.to_json_file(os.path.join(temporary, "bert_config.json"))
             shutil.copyfile(vocab, os.path.join(temporary, "vocab.txt"))
             write_google_checkpoint(weights, os.path.join(temporary, "bert_model.ckpt"))
+            keep_pooling(temporary)
     log(f"wrote {output_dir}: {to_format} {model_type} ({len(weights)} weights from {input_dir})")
     return model_type

@@ -69,8 +69,10 @@ def check_export_dir(export_dir, force, source):
 def fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length):
     """sha256 of what decides an export's behaviour: every weight, the vocabulary and the options."""
     digest = hashlib.sha256()
-    options = [task.name, task.max_seq_length, task.label_names, do_lower_case, variable_seq_length]
-    digest.update(json.dumps(options + [getattr(task, "max_query_length", None)]).encode())
+    settings = {key: value for key, value in vars(task).items() if key != "bert_config"}
+    digest.update(
+        json.dumps([task.name, settings, do_lower_case, variable_seq_length], sort_keys=True, default=str).encode()
+    )
     digest.update(read_bytes(vocab_file))
     for weight in model.weights:
         digest.update(weight.path.encode())
@@ -166,19 +168,27 @@ class ExportOptions:
     allow_random_weights: bool = False
     tflite_file: str = None
     tflite_quantization: str = "float32"
+    # sentence_embedding: None takes the sentence-transformers files beside init_checkpoint, else mean / off.
+    pooling: str = None
+    normalize_embeddings: bool = None
 
 
 def build_and_export(options, log=print):
     """export_saved_model.py: every check first (files, vocab vs config, checkpoint vs config, the
     export location), then the task model from config + checkpoint, then `export_saved_model`."""
-    from keras_bert_impl.checkpoints.init_checkpoint import check_init_checkpoint, initialize_from_checkpoint
+    from keras_bert_impl.checkpoints.init_checkpoint import (
+        check_init_checkpoint,
+        check_model_files,
+        initialize_from_checkpoint,
+    )
+    from keras_bert_impl.checkpoints.sentence_transformers import resolve_pooling
     from keras_bert_impl.errors import CheckpointMismatchError
-    from keras_bert_impl.models.bert_config import BertConfig
-    from keras_bert_impl.tasks.registry import create_task
+    from keras_bert_impl.tasks.registry import check_options_apply, create_task, task_parameters
     from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
-    config = BertConfig.from_json_file(options.bert_config_file)
-    config.check_max_seq_length(options.max_seq_length, options.bert_config_file)
+    pooling = {"pooling": options.pooling, "normalize_embeddings": options.normalize_embeddings}
+    check_options_apply(options.model_type, pooling)
+    config = check_model_files(options.bert_config_file, options.max_seq_length)
     check_readable_file(options.vocab_file, "--vocab_file", "vocab.txt")
     vocab = load_vocab_list(options.vocab_file)
     config.check_vocab_size(len(vocab), options.vocab_file, options.bert_config_file)
@@ -198,6 +208,8 @@ def build_and_export(options, log=print):
             "no --init_checkpoint: the SavedModel would serve random weights; pass --init_checkpoint "
             "(or --allow_random_weights)"
         )
+    if "pooling" in task_parameters(options.model_type):
+        pooling = resolve_pooling(options.pooling, options.normalize_embeddings, options.init_checkpoint, log)
     task = create_task(
         options.model_type,
         config,
@@ -205,6 +217,7 @@ def build_and_export(options, log=print):
         label_names=options.label_names,
         num_choices=options.num_choices,
         max_query_length=options.max_query_length,
+        **pooling,
     )
     model = task.build_model()
     if options.init_checkpoint:

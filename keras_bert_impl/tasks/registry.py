@@ -12,6 +12,7 @@ from keras_bert_impl.tasks.classification import ClassificationTask, RegressionT
 from keras_bert_impl.tasks.encoder import EncoderTask
 from keras_bert_impl.tasks.multiple_choice import MultipleChoiceTask
 from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
+from keras_bert_impl.tasks.sentence_embedding import SentenceEmbeddingTask
 from keras_bert_impl.tasks.span import SpanTask
 from keras_bert_impl.tasks.tagging import TaggingTask
 
@@ -26,6 +27,7 @@ TASKS = {
         SpanTask,
         TaggingTask,
         MultipleChoiceTask,
+        SentenceEmbeddingTask,
     )
 }
 
@@ -61,3 +63,20 @@ def create_task(name, bert_config, max_seq_length, **options):
         max_seq_length,
         **{key: value for key, value in options.items() if key in accepted and value is not None},
     )
+
+
+def task_parameters(name):
+    """The options task `name`'s constructor takes."""
+    return set(inspect.signature(task_class(name).__init__).parameters) - {"self", "bert_config", "max_seq_length"}
+
+
+def check_options_apply(name, flags):
+    """Refuses, in one line, a flag given (not None) for task `name` whose constructor does not take
+    it (e.g. --pooling with --model_type=classifier). `flags`: {option name: value}."""
+    accepted = task_parameters(name)
+    for option, value in flags.items():
+        if value is not None and option not in accepted:
+            takers = [task for task, other in TASKS.items() if option in inspect.signature(other.__init__).parameters]
+            raise UsageError(
+                f"--{option}: --model_type={name} has no such option; it is for --model_type={' or '.join(takers)}"
+            )
