@@ -112,14 +112,10 @@ def run_sst2(model_dir, root, log, sentences=4000, seed=12345, **overrides):
 
 
 def run_conll(model_dir, root, log, sentences=5000, **overrides):
-    from keras_bert_impl.runners.run_ner import run_ner
+    from keras_bert_impl.runners.run_ner import NerOptions, run_ner
 
-    return run_ner(
-        options(model_dir, os.path.join(root, "conll"), **overrides),
-        os.path.join(SHARED_DATA, "CoNLL2003"),
-        max_train_sentences=sentences,
-        log=log,
-    ).eval
+    conll = dict(data_dir=os.path.join(SHARED_DATA, "CoNLL2003"), max_train_sentences=sentences)
+    return run_ner(options(model_dir, os.path.join(root, "conll"), NerOptions, **conll, **overrides), log=log).eval
 
 
 def run_squad_v2(

@@ -186,7 +186,7 @@ def test_bucketed_training_resumes_exactly(model_dir, tmp_path):  # noqa: F811
 
 def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):  # noqa: F811
     from keras_bert_impl.runners.extract_features import ExtractOptions, run_extract_features
-    from keras_bert_impl.runners.run_ner import run_ner
+    from keras_bert_impl.runners.run_ner import NerOptions, run_ner
     from keras_bert_impl.runners.run_squad import SquadOptions, run_squad
     from tests.finetuning_fixtures import _conll, _squad_file, _swag
 
@@ -217,13 +217,12 @@ def test_squad_ner_swag_and_features_equal_the_padded_mode(model_dir, tmp_path):
     # NER: token logits back at their positions.
     conll = _conll(tmp_path)
     ner_out = tmp_path / "ner"
-    run_ner(
-        _options(model_dir, ner_out, max_seq_length=SEQ, do_train=True, do_eval=True, num_train_epochs=2.0), str(conll)
-    )
+    ner = dict(options_class=NerOptions, max_seq_length=SEQ)
+    run_ner(_options(model_dir, ner_out, data_dir=str(conll), do_train=True, do_eval=True, num_train_epochs=2.0, **ner))
 
     def ner_run(padded):
-        options = _options(model_dir, ner_out, max_seq_length=SEQ, do_eval=True, pad_to_max_seq_length=padded)
-        results = run_ner(options, str(ner_out)).eval
+        options = _options(model_dir, ner_out, data_dir=str(ner_out), do_eval=True, pad_to_max_seq_length=padded, **ner)
+        results = run_ner(options).eval
         return results, (ner_out / "dev_predictions.txt").read_text()
 
     (ner_b, lines_b), (ner_p, lines_p) = _bucketed_and_padded(ner_run)

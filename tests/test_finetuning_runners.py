@@ -214,12 +214,13 @@ def test_postprocessing_matches_model_garden_and_survives_all_null(tmp_path):
 
 
 def test_run_ner_writes_conlleval_scores(model_dir, tmp_path):
-    from keras_bert_impl.runners.run_ner import run_ner
+    from keras_bert_impl.runners.run_ner import NerOptions, run_ner
 
     out = tmp_path / "ner"
-    results = run_ner(
-        _options(model_dir, out, do_train=True, do_eval=True, num_train_epochs=40.0), str(_conll(tmp_path))
-    ).eval
+    options = _options(
+        model_dir, out, NerOptions, data_dir=str(_conll(tmp_path)), do_train=True, do_eval=True, num_train_epochs=40.0
+    )
+    results = run_ner(options).eval
     keys = [line.split(" = ")[0] for line in (out / "eval_results.txt").read_text().splitlines()]
     assert keys == ["eval_f1", "eval_precision", "eval_recall", "global_step"]
     assert results["eval_f1"] > 0.9  # memorised

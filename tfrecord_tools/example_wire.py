@@ -14,6 +14,9 @@ def to_example_bytes(features, spec):
         raise UsageError(f"features {sorted(features)} do not match the spec {sorted(spec)}")
     proto = {}
     for name, feature_spec in spec.items():
+        if feature_spec.dtype == tf.string:  # one bytes value (shape [])
+            proto[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[bytes(features[name])]))
+            continue
         values = np.asarray(features[name]).reshape(-1)
         if values.shape[0] != feature_spec.shape[0]:
             raise UsageError(f"feature {name} has {values.shape[0]} values, the spec wants {feature_spec.shape[0]}")

@@ -113,6 +113,18 @@ def tagging_spec(max_seq_length):
     }
 
 
+def layer_features_spec(max_seq_length):
+    """Feature-based NER's cache (`run_ner --feature_based`): a tagging example's frozen encoder
+    layers as `layer_features`, the float16 bytes of [length, K, H] over its real pieces, with
+    its tagging labels."""
+    return {
+        "layer_features": tf.io.FixedLenFeature([], tf.string),
+        "input_mask": _ints(max_seq_length),
+        "label_ids": _ints(max_seq_length),
+        "label_weights": _floats(max_seq_length),
+    }
+
+
 def multiple_choice_spec(max_seq_length, num_choices):
     """SWAG: the choices' sequences one after another ([num_choices * max_seq_length])."""
     return {

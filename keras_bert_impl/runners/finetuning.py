@@ -141,15 +141,21 @@ class FineTuningRun(RunSetup):
             seed=options.random_seed,
             bucketing=bucketing,
         )
-        self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
         with reading([path]):
-            result = self.trainer.train(
-                dataset,
-                num_train_steps,
-                options.train_batch_size,
-                eval_schedule=eval_schedule,
-                input_flags={"--train_batch_size": options.train_batch_size},
-            )
+            return self.train_on(dataset, num_train_steps, eval_schedule)
+
+    def train_on(self, dataset, num_train_steps, eval_schedule=None, input_flags=None):
+        """Trains on the batches of `dataset`; returns the `TrainResult`. `input_flags`: what else,
+        beside the batch size, a resume must not change."""
+        options = self.options
+        self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
+        result = self.trainer.train(
+            dataset,
+            num_train_steps,
+            options.train_batch_size,
+            eval_schedule=eval_schedule,
+            input_flags={"--train_batch_size": options.train_batch_size, **(input_flags or {})},
+        )
         best = result.best
         if best is not None and best.best_step is not None and best.best_step != self.trainer.global_step:
             # Evaluation, prediction and export from here on use the best model.

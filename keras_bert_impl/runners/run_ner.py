@@ -1,18 +1,37 @@
 """`run_ner`: CoNLL-2003 named-entity recognition (token classification on each word's first
-piece) with entity-level precision/recall/F1 as conlleval computes them."""
+piece) with entity-level precision/recall/F1 as conlleval computes them; fine-tuned, or with
+`feature_based` the paper's feature-based approach (frozen encoder layers, cached, under a BiLSTM)."""
 
+import dataclasses
 import os
 
 import numpy as np
 
 from keras_bert_common.files import atomic_output
 from keras_bert_impl.evaluation import conlleval
-from keras_bert_impl.runners.finetuning import FineTuningRun, open_or_convert
+from keras_bert_impl.runners.finetuning import FineTuningOptions, FineTuningRun, open_or_convert
+from keras_bert_impl.runners.layer_features import LayerFeatures, cached_layer_features, predict_logits
 from keras_bert_impl.runners.run_classifier import splits_wanted
+from keras_bert_impl.tasks.feature_tagging import FeatureTaggingTask
 from keras_bert_impl.tasks.tagging import TaggingTask
 from keras_bert_impl.training.run_setup import RunResult
 from tfrecord_tools.finetuning_data import FineTuningData, is_data_dir, write_conll_data
 from tfrecord_tools.ner_data import SENTENCES_SUFFIX, read_sentences
+
+
+@dataclasses.dataclass(kw_only=True)
+class NerOptions(FineTuningOptions):
+    """run_ner.py's flags beyond fine-tuning's."""
+
+    # eng.train, eng.testa, eng.testb, or the directory create_finetuning_data wrote for them.
+    data_dir: str
+    max_train_sentences: int = None  # a sample of this many, drawn with random_seed
+    # The feature-based approach: the frozen encoder layers a BiLSTM reads (a key of
+    # tasks.feature_tagging.FEATURE_LAYERS); None fine-tunes.
+    feature_based: str = None
+    lstm_size: int = None  # the BiLSTM's units each way (default: the encoder's hidden size)
+    # Where the computed layers are kept (default: output_dir/layer_features); share it between runs.
+    feature_cache_dir: str = None
 
 
 def ner_data(run, data_dir, max_train_sentences=None, seed=12345):
@@ -77,19 +96,38 @@ def predicted_tags(logits, label_weights, sentences, labels):
     return predicted
 
 
-def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
+def run_ner(options, log=print):
+    """Trains (--do_train), evaluates on dev (--do_eval: eval_results.txt, dev_predictions.txt),
+    predicts test (--do_predict: test_predictions.txt) and exports (--export_dir)."""
     run = FineTuningRun(options, log)
     run.check_metric_names(NER_METRIC_NAMES)
-    data = ner_data(run, data_dir, max_train_sentences, seed)
+    if options.feature_based:
+        FeatureTaggingTask(run.config, options.max_seq_length, ["O"], options.feature_based, options.lstm_size)
+        if options.do_train and options.learning_rate < 1e-4:
+            run.log_warning(
+                f"--learning_rate={options.learning_rate} is a fine-tuning rate; a BiLSTM trained from scratch on "
+                "frozen features learns at about 1e-3"
+            )
+    data = ner_data(run, options.data_dir, options.max_train_sentences, options.random_seed)
     labels = data.labels
-    task = TaggingTask(run.config, options.max_seq_length, label_names=labels)
+    if options.feature_based:
+        task = FeatureTaggingTask(run.config, options.max_seq_length, labels, options.feature_based, options.lstm_size)
+    else:
+        task = TaggingTask(run.config, options.max_seq_length, label_names=labels)
     steps = run.build_for(task, data.count("train") if options.do_train else 0)
+    layers_of = _layer_features(run, task, data) if options.feature_based else None
+
+    def logits_of(split):
+        """The tagger's logits on `split` and its label weights (1 on each word's first piece)."""
+        if layers_of is not None:
+            features = layers_of(split)
+            return predict_logits(run.model, features, options.eval_batch_size), features.label_weights
+        features = run.read_features(data.path(split))
+        return run.predict(features, options.eval_batch_size)["logits"], features["label_weights"]
 
     def evaluate_split(split):
-        features = run.read_features(data.path(split))
         sentences = read_sentences(data.sidecar(split, SENTENCES_SUFFIX))
-        logits = run.predict(features, options.eval_batch_size)["logits"]
-        predicted = predicted_tags(logits, features["label_weights"], sentences, labels)
+        predicted = predicted_tags(*logits_of(split), sentences, labels)
         return sentences, predicted, conlleval.evaluate([s.labels for s in sentences], predicted)
 
     def dev_metrics():
@@ -100,7 +138,15 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
         schedule = None
         if options.do_eval and options.eval_every_n_steps:
             schedule = run.schedule_of(dev_metrics)
-        trained = run.train(data.path("train"), steps, schedule)
+        if layers_of is None:
+            trained = run.train(data.path("train"), steps, schedule)
+        else:
+            batch_size = run.per_pipeline_batch(options.train_batch_size)
+            dataset = layers_of("train").training_dataset(
+                batch_size, options.random_seed, run.pipeline_id, run.num_pipelines
+            )
+            flags = {"--feature_based": options.feature_based, "--lstm_size": task.lstm_size}
+            trained = run.train_on(dataset, steps, schedule, input_flags=flags)
     else:
         run.restore_for_inference()
     run.export()
@@ -118,3 +164,26 @@ def run_ner(options, data_dir, max_train_sentences=None, seed=12345, log=print):
         if split == "dev":
             results = run.write_results(ner_metrics(scores))
     return RunResult(train=trained, eval=results)
+
+
+def _layer_features(run, task, data):
+    """split -> its `LayerFeatures` (computed into the cache on first use, then kept in memory)."""
+    options = run.options
+    cache_dir = options.feature_cache_dir or os.path.join(options.output_dir, "layer_features")
+    config, loaded = run.config, {}
+
+    def layers_of(split):
+        if split not in loaded:
+            path = cached_layer_features(
+                run.model.encoder,
+                task.layer_indexes,
+                data.path(split),
+                cache_dir,
+                options.max_seq_length,
+                options.eval_batch_size,
+                run.log,
+            )
+            loaded[split] = LayerFeatures(path, options.max_seq_length, len(task.layer_indexes), config.hidden_size)
+        return loaded[split]
+
+    return layers_of
