@@ -28,18 +28,23 @@ class BertEmbeddings(keras.layers.Layer):
         self.type_vocab_size = type_vocab_size
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        # A new initializer per weight: a Keras 3 initializer draws from a seed fixed when it is made,
+        # so one instance shared by several weights gives them the same values (query = key = value).
+        def initializer():
+            return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
         self.word_embeddings = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=initializer, name="word_embeddings"
+            vocab_size, hidden_size, embeddings_initializer=initializer(), name="word_embeddings"
         )
         self.position_embeddings = keras.layers.Embedding(
             max_position_embeddings,
             hidden_size,
-            embeddings_initializer=initializer,
+            embeddings_initializer=initializer(),
             name="position_embeddings",
         )
         self.token_type_embeddings = keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=initializer, name="token_type_embeddings"
+            type_vocab_size, hidden_size, embeddings_initializer=initializer(), name="token_type_embeddings"
         )
         self.layer_norm = LayerNormalization(epsilon=1e-12, name="layer_norm")
         self.dropout = Dropout(dropout_rate, name="dropout")

@@ -30,12 +30,17 @@ class BertSelfAttention(keras.layers.Layer):
         self.head_size = head_size
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        # A new initializer per weight: a Keras 3 initializer draws from a seed fixed when it is made,
+        # so one instance shared by several weights gives them the same values (query = key = value).
+        def initializer():
+            return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
         width = num_heads * head_size
-        self.query = keras.layers.Dense(width, kernel_initializer=initializer, name="query")
-        self.key = keras.layers.Dense(width, kernel_initializer=initializer, name="key")
-        self.value = keras.layers.Dense(width, kernel_initializer=initializer, name="value")
-        self.attention_output = keras.layers.Dense(width, kernel_initializer=initializer, name="attention_output")
+        self.query = keras.layers.Dense(width, kernel_initializer=initializer(), name="query")
+        self.key = keras.layers.Dense(width, kernel_initializer=initializer(), name="key")
+        self.value = keras.layers.Dense(width, kernel_initializer=initializer(), name="value")
+        self.attention_output = keras.layers.Dense(width, kernel_initializer=initializer(), name="attention_output")
         self.dropout = Dropout(dropout_rate, name="attention_probs_dropout")
 
     def build(self, hidden_states_shape, input_mask_shape=None):

@@ -33,7 +33,12 @@ class TransformerBlock(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        # A new initializer per weight: a Keras 3 initializer draws from a seed fixed when it is made,
+        # so one instance shared by several weights gives them the same values (query = key = value).
+        def initializer():
+            return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
         self.self_attention = BertSelfAttention(
             num_heads=num_heads,
             head_size=hidden_size // num_heads,
@@ -46,10 +51,10 @@ class TransformerBlock(keras.layers.Layer):
         self.intermediate = keras.layers.Dense(
             intermediate_size,
             activation=get_activation(hidden_act),
-            kernel_initializer=initializer,
+            kernel_initializer=initializer(),
             name="intermediate",
         )
-        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, name="output_dense")
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer(), name="output_dense")
         self.output_dropout = Dropout(hidden_dropout_prob, name="output_dropout")
         self.output_layer_norm = LayerNormalization(epsilon=1e-12, name="output_layer_norm")
 
