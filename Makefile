@@ -44,7 +44,7 @@ $(INTEROP_STAMP): requirements-interop.txt
 	touch $@
 
 test-interop: $(STAMP) $(INTEROP_STAMP)
-	$(PY) -m pytest -q -s -m interop tests/test_interop.py
+	$(PY) -m pytest -q -s -m interop tests/test_interop.py tests/test_sentence_embedding_interop.py
 
 clean:
 	rm -rf demo_output .pytest_cache

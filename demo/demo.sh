@@ -62,4 +62,12 @@ $PY run_classifier.py --task_name=tsv --label_names=negative,positive --data_dir
     --init_checkpoint="$OUT/minilm/bert_model.ckpt" --output_dir="$OUT/reviews" --do_train --do_eval \
     --max_seq_length=32 --train_batch_size=16 --eval_batch_size=40 --learning_rate=1e-4 --num_train_epochs=2 \
     --iterations_per_loop=20 2>&1 | ours "step [0-9]+/|eval:|error"
+echo "== 9. Sentence embeddings: the same MiniLM served as a sentence-transformers model (mean pooling and"
+echo "   L2 normalisation, read from its own files), searching the bundled corpus by meaning (cosine similarity)"
+$PY export_saved_model.py --bert_config_file="$OUT/minilm/bert_config.json" --vocab_file="$OUT/minilm/vocab.txt" \
+    --init_checkpoint="$OUT/minilm/bert_model.ckpt" --model_type=sentence_embedding --max_seq_length=64 \
+    --export_dir="$OUT/minilm_embeddings" 2>&1 | ours "pooling|SavedModel|error"
+TF_CPP_MIN_LOG_LEVEL=3 $PY demo/semantic_search.py "$OUT/minilm_embeddings" demo/data/corpus.txt \
+    "When do the fishermen come home?" "How is bread made?" "What happened during the flood?" 2>&1 \
+    | grep -v -E "^WARNING|^I0000"
 echo "demo finished: everything is in $OUT/"
