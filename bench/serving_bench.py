@@ -10,7 +10,9 @@ The texts are real MRPC sentence pairs (../shared/data, else the bundled demo se
 until each pair fills the 128 tokens, so the tokenizer does its most work and the model the
 same work as on ids. Latency: batch 1, the median call; throughput: batch 32, examples/s;
 rounds interleave the signatures, the best round counts (the machine is shared and noisy).
-Everything is loaded back with `tf.saved_model.load`, as a server would.
+Everything is loaded back with `tf.saved_model.load`, as a server would. Beside the classifier,
+the same encoder exported as a sentence-embedding model (mean pooling, L2-normalised, as
+all-MiniLM-L6-v2) embeds each pair joined into one text, so it reads the same 128 tokens.
 """
 
 import argparse
@@ -74,6 +76,14 @@ def export_ours(config, vocab, directory):
     return export_saved_model(task.build_model(), task, vocab, True, directory)
 
 
+def export_embeddings(config, vocab, directory):
+    from keras_bert_impl.serving.export import export_saved_model
+    from keras_bert_impl.tasks.sentence_embedding import SentenceEmbeddingTask
+
+    task = SentenceEmbeddingTask(config, SEQ, pooling="mean", normalize_embeddings=True)
+    return export_saved_model(task.build_model(), task, vocab, True, directory)
+
+
 def export_model_garden(config, vocab, directory):
     from official.core import export_base
     from official.nlp.modeling import models, networks
@@ -114,8 +124,14 @@ def text_examples(pairs):
     ]
 
 
-def calls(ours, garden, pairs):
+def calls(ours, garden, embedder, pairs):
     """Each signature's call on a batch of `pairs`, inputs prepared outside the timing."""
+    joined = tf.constant([f"{a} {b}" for a, b in pairs])
+    joined_ids = {
+        name: value
+        for name, value in embedder.signatures["serving_default"](text_a=joined).items()
+        if name in ("input_ids", "input_mask", "segment_ids")
+    }
     text_a = tf.constant([a for a, _ in pairs])
     text_b = tf.constant([b for _, b in pairs])
     packed = ours.signatures["serving_default"](text_a=text_a, text_b=text_b)
@@ -130,6 +146,8 @@ def calls(ours, garden, pairs):
         "tf-models-official: text (serve_text_examples)": lambda: garden.signatures["serve_text_examples"](
             examples=examples
         ),
+        "ours, embeddings: raw text (serving_default)": lambda: embedder.signatures["serving_default"](text_a=joined),
+        "ours, embeddings: ids (serve_ids)": lambda: embedder.signatures["serve_ids"](**joined_ids),
     }
 
 
@@ -177,7 +195,9 @@ def main():
             )
             ours = tf.saved_model.load(export_ours(config, vocab, os.path.join(work, f"ours_{name}")))
             garden = tf.saved_model.load(export_model_garden(config, vocab, os.path.join(work, f"garden_{name}")))
-            latency_calls, throughput_calls = calls(ours, garden, pairs[:1]), calls(ours, garden, pairs)
+            embedder = tf.saved_model.load(export_embeddings(config, vocab, os.path.join(work, f"embed_{name}")))
+            latency_calls = calls(ours, garden, embedder, pairs[:1])
+            throughput_calls = calls(ours, garden, embedder, pairs)
             for call in [*latency_calls.values(), *throughput_calls.values()]:
                 _seconds(call, 2)  # warm-up
             latency = {signature: float("inf") for signature in latency_calls}
