@@ -1,5 +1,5 @@
-"""CPU serving against ONNX Runtime: our SavedModel (float32) and TFLite (float32, dynamic-range
-int8) against ONNX Runtime's fused float32 and dynamic int8 models of the same weights, on the
+"""CPU serving against ONNX Runtime: our SavedModel (float32, bfloat16) and TFLite (float32,
+dynamic-range int8) against ONNX Runtime's fused float32 and dynamic int8 models of the same weights, on the
 same token ids, one run, interleaved rounds, best round counts.
 
     .venv/bin/python -m bench.onnx_serving_bench [--models=minilm,base] [--rounds=5]
@@ -82,11 +82,26 @@ def build(name, vocab, work):
         ConvertOptions("google", "huggingface", google, hf, vocab_file=vocab, model_type="classifier"),
         log=lambda _: None,
     )
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
+
+    bfloat16 = build_and_export(
+        ExportOptions(
+            bert_config_file=os.path.join(google, "bert_config.json"),
+            vocab_file=vocab,
+            export_dir=os.path.join(work, f"{name}_saved_model_bfloat16"),
+            init_checkpoint=os.path.join(google, "bert_model.ckpt"),
+            model_type="classifier",
+            label_names=["0", "1"],
+            max_seq_length=SEQ,
+            precision="bfloat16",
+        ),
+        log=print,
+    )
     tflite = {}
     for quantization in ("float32", "dynamic_range"):
         tflite[quantization] = os.path.join(work, f"{name}_{quantization}.tflite")
         convert_to_tflite(saved, tflite[quantization], quantization)
-    return saved, tflite, hf
+    return {"float32": saved, "bfloat16": bfloat16}, tflite, hf
 
 
 def workloads(saved_model, pairs):
@@ -108,9 +123,11 @@ def workloads(saved_model, pairs):
     }
 
 
-def our_runners(saved_model, tflite_files, threads):
-    serve_ids = saved_model.signatures["serve_ids"]
-    runners = {"ours SavedModel float32": lambda feed: serve_ids(**feed)["logits"].numpy()}
+def our_runners(saved_models, tflite_files, threads):
+    runners = {}
+    for precision, saved_model in saved_models.items():
+        serve_ids = saved_model.signatures["serve_ids"]
+        runners[f"ours SavedModel {precision}"] = lambda feed, serve_ids=serve_ids: serve_ids(**feed)["logits"].numpy()
     for quantization, path in tflite_files.items():
         interpreter = tf.lite.Interpreter(model_path=path, num_threads=threads)
         runner = interpreter.get_signature_runner("serve_ids")
@@ -151,9 +168,9 @@ def main():
     )
     with tempfile.TemporaryDirectory() as work:
         for name in args.models.split(","):
-            saved_dir, tflite_files, hf_dir = build(name, vocab, work)
-            saved = tf.saved_model.load(saved_dir)
-            calls = workloads(saved, pairs)
+            saved_dirs, tflite_files, hf_dir = build(name, vocab, work)
+            saved = {precision: tf.saved_model.load(path) for precision, path in saved_dirs.items()}
+            calls = workloads(saved["float32"], pairs)
             inputs = os.path.join(work, f"{name}_inputs.npz")
             np.savez(
                 inputs,
@@ -189,8 +206,11 @@ def main():
                     difference = float(np.abs(run(feeds[0]) - reference).max())
                     if "float32" in runner_name:
                         assert difference < 1e-3, (runner_name, workload, difference)
+                    else:
+                        print(f"{runner_name} vs ORT float32 logits ({workload}): max |diff| {difference:.3f}")
                 int8 = float(np.abs(np.array(ort_logits[workload]["ort int8 (dynamic, fused)"]) - reference).max())
-            print(f"float models agree within 1e-3; ORT int8 vs float32 logits: max |diff| {int8:.3f}")
+                print(f"ort int8 vs ORT float32 logits ({workload}): max |diff| {int8:.3f}")
+            print("float32 models agree within 1e-3")
             best = {workload: {} for workload in calls}
             for _ in range(args.rounds):
                 for workload, feeds in calls.items():

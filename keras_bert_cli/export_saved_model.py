@@ -47,6 +47,13 @@ flags.DEFINE_enum(
     ["float32", "dynamic_range"],
     "--tflite_file: float32 weights, or int8 weights dequantized at run time (dynamic range, ~1/4 the size).",
 )
+flags.DEFINE_enum(
+    "precision",
+    "float32",
+    ["float32", "bfloat16"],
+    "The SavedModel's compute: bfloat16 keeps float32 weights and multiplies in bfloat16, faster on CPUs with "
+    "AVX512_BF16 or AMX (a WARNING where the CPU lacks them: emulated, it is slower than float32).",
+)
 flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
 
 

@@ -2,7 +2,8 @@
 
 `errors` (`UsageError`, `Interrupted`: what the tools print as one line), `files` (the one atomic
 writer, input file patterns, the checks every tool runs before heavy work), `stop` (Ctrl-C and
-SIGTERM requests and their safe points) and `progress` (rate and ETA lines). Imported by the data
-path (`tfrecord_tools`), the library (`keras_bert_impl`) and the tools (`keras_bert_cli`); imports
-only the standard library (and TensorFlow's file system for remote paths, lazily).
+SIGTERM requests and their safe points), `progress` (rate and ETA lines) and `cpu` (whether
+bfloat16 runs natively). Imported by the data path (`tfrecord_tools`), the library
+(`keras_bert_impl`) and the tools (`keras_bert_cli`); imports only the standard library (and
+TensorFlow's file system for remote paths, lazily).
 """

@@ -140,6 +140,7 @@ def test_input_errors_are_one_line_and_bugs_say_so():
 def test_mixed_bfloat16_on_a_cpu_without_bfloat16_instructions_warns(tmp_path, monkeypatch):
     import keras
 
+    from keras_bert_common import cpu as cpu_info
     from keras_bert_impl.training import run_setup
 
     cpus = {
@@ -149,15 +150,15 @@ def test_mixed_bfloat16_on_a_cpu_without_bfloat16_instructions_warns(tmp_path, m
     }
     for name, text in cpus.items():
         (tmp_path / name).write_text("processor\t: 0\n" + text)
-    assert [run_setup.cpu_has_bfloat16_instructions(str(tmp_path / name)) for name in cpus] == [False, True, True]
-    assert run_setup.cpu_has_bfloat16_instructions(str(tmp_path / "absent")) is None
+    assert [cpu_info.cpu_has_bfloat16_instructions(str(tmp_path / name)) for name in cpus] == [False, True, True]
+    assert cpu_info.cpu_has_bfloat16_instructions(str(tmp_path / "absent")) is None
 
     setup = make_pretraining_setup(str(tmp_path / "data"))
     warnings = []
     log = type("Log", (), {"__call__": lambda self, message: None, "warning": lambda self, m: warnings.append(m)})()
     try:
         for cpu, precision in (("amd_epyc_zen3", "float32"), ("xeon_sapphire_rapids", "mixed_bfloat16")):
-            monkeypatch.setattr(run_setup, "CPUINFO", str(tmp_path / cpu))
+            monkeypatch.setattr(cpu_info, "CPUINFO", str(tmp_path / cpu))
             options = run_setup.RunOptions(
                 bert_config_file=setup["bert_config.json"],
                 output_dir=str(tmp_path / "runs" / cpu),
@@ -166,7 +167,7 @@ def test_mixed_bfloat16_on_a_cpu_without_bfloat16_instructions_warns(tmp_path, m
             )
             run_setup.RunSetup(dataclasses.replace(options, do_train=True), log=log)
         assert warnings == []
-        monkeypatch.setattr(run_setup, "CPUINFO", str(tmp_path / "amd_epyc_zen3"))
+        monkeypatch.setattr(cpu_info, "CPUINFO", str(tmp_path / "amd_epyc_zen3"))
         options = dataclasses.replace(options, output_dir=str(tmp_path / "out"), do_train=True)
         run_setup.RunSetup(options, log=log)
         assert len(warnings) == 1 and "without bfloat16 instructions" in warnings[0]

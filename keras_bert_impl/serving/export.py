@@ -30,6 +30,7 @@ import shutil
 import keras
 import tensorflow as tf
 
+from keras_bert_common.cpu import cpu_has_bfloat16_instructions
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import (
     atomic_directory,
@@ -74,6 +75,7 @@ def fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length):
         json.dumps([task.name, settings, do_lower_case, variable_seq_length], sort_keys=True, default=str).encode()
     )
     digest.update(read_bytes(vocab_file))
+    digest.update(model.dtype_policy.name.encode())  # float32 or mixed_bfloat16: the same weights
     for weight in model.weights:
         digest.update(weight.path.encode())
         digest.update(keras.ops.convert_to_numpy(weight).tobytes())
@@ -171,6 +173,12 @@ class ExportOptions:
     # sentence_embedding: None takes the sentence-transformers files beside init_checkpoint, else mean / off.
     pooling: str = None
     normalize_embeddings: bool = None
+    # The SavedModel's compute: float32, or bfloat16 (weights kept in float32, matmuls in bfloat16;
+    # fast only on CPUs with AVX512_BF16 or AMX, and on TPUs).
+    precision: str = "float32"
+
+
+PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # --precision -> Keras dtype policy
 
 
 def build_and_export(options, log=print):
@@ -186,6 +194,8 @@ def build_and_export(options, log=print):
     from keras_bert_impl.tasks.registry import check_options_apply, create_task, task_parameters
     from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
+    if options.precision not in PRECISIONS:
+        raise UsageError(f"--precision={options.precision}: use one of {', '.join(PRECISIONS)}")
     pooling = {"pooling": options.pooling, "normalize_embeddings": options.normalize_embeddings}
     check_options_apply(options.model_type, pooling)
     config = check_model_files(options.bert_config_file, options.max_seq_length)
@@ -219,7 +229,19 @@ def build_and_export(options, log=print):
         max_query_length=options.max_query_length,
         **pooling,
     )
-    model = task.build_model()
+    if options.precision == "bfloat16" and cpu_has_bfloat16_instructions() is False:
+        warn = getattr(log, "warning", None) or (lambda message: log(f"warning: {message}"))
+        warn(
+            "--precision=bfloat16 on a CPU without bfloat16 instructions (AVX512_BF16 or AMX-BF16 in "
+            "/proc/cpuinfo): TensorFlow emulates them and this SavedModel serves slower than in float32 here; "
+            "export it for the machines that have them, or use --precision=float32"
+        )
+    previous_policy = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(PRECISIONS[options.precision])
+    try:
+        model = task.build_model()
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
     if options.init_checkpoint:
         report = initialize_from_checkpoint(model, options.init_checkpoint)
         log(f"init_checkpoint {options.init_checkpoint}: " + report.summary())

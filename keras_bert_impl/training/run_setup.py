@@ -12,6 +12,7 @@ import os
 
 import keras
 
+from keras_bert_common import cpu
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import check_writable
 from keras_bert_common.progress import DEFAULT_INTERVAL_SECONDS
@@ -65,22 +66,6 @@ class RunResult:
 
     train: object = None
     eval: dict = None
-
-
-CPUINFO = "/proc/cpuinfo"
-
-
-def cpu_has_bfloat16_instructions(cpuinfo_path=None):
-    """Whether the CPU has bfloat16 dot-product instructions (x86 AVX512_BF16 or AMX-BF16, Arm
-    BF16), read from /proc/cpuinfo's flags; None where it cannot say (no /proc/cpuinfo)."""
-    try:
-        with open(cpuinfo_path or CPUINFO, encoding="utf-8", errors="replace") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith(("flags", "Features")):
-                    return bool({"avx512_bf16", "amx_bf16", "bf16"} & set(line.partition(":")[2].split()))
-    except OSError:
-        pass
-    return None
 
 
 def check_has_weights(options):
@@ -152,7 +137,7 @@ class RunSetup:
             tf.config.list_logical_devices(kind) for kind in ("GPU", "TPU")
         ):
             return
-        if cpu_has_bfloat16_instructions() is False:
+        if cpu.cpu_has_bfloat16_instructions() is False:
             # On an AMD EPYC without them, ours' BERT-mini step was 1.15x slower than in float32 and
             # Model Garden's 22x (its tf.einsum calls take a generic bfloat16 path).
             self.log_warning(

@@ -1,0 +1,62 @@
+"""--precision=bfloat16 exports: the SavedModel computes in bfloat16 (float32 weights), loads, and
+agrees with the float32 export within bfloat16's precision; on a CPU without bfloat16
+instructions the export says so in a WARNING."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.finetuning_fixtures import model_dir  # noqa: F401 -- model_dir: a fixture
+
+SENTENCES = ["the cat sat on the mat .", "peter ran far away from paris .", "a film"]
+
+
+def _export(model_dir, tmp_path, precision, log):  # noqa: F811
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
+
+    return build_and_export(
+        ExportOptions(
+            bert_config_file=str(model_dir / "bert_config.json"),
+            vocab_file=str(model_dir / "vocab.txt"),
+            export_dir=str(tmp_path / precision),
+            init_checkpoint=str(model_dir / "bert_model.ckpt"),
+            model_type="sentence_embedding",
+            max_seq_length=16,
+            precision=precision,
+        ),
+        log=log,
+    )
+
+
+def test_bfloat16_export_agrees_with_float32_and_warns_without_the_instructions(model_dir, tmp_path, monkeypatch):  # noqa: F811
+    import tensorflow_text  # noqa: F401 -- the tokenizer ops the SavedModel uses
+
+    from keras_bert_common import cpu
+
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    monkeypatch.setattr(cpu, "CPUINFO", str(tmp_path / "cpuinfo"))
+    warnings, lines = [], []
+    log = type(
+        "Log", (), {"__call__": lambda self, m: lines.append(m), "warning": lambda self, m: warnings.append(m)}
+    )()
+    embeddings = {}
+    for precision in ("float32", "bfloat16"):
+        served = tf.saved_model.load(_export(model_dir, tmp_path, precision, log))
+        embeddings[precision] = served.signatures["serving_default"](text_a=tf.constant(SENTENCES))["embedding"]
+        assert embeddings[precision].dtype == tf.float32
+    assert len(warnings) == 1 and "--precision=bfloat16" in warnings[0] and "AVX512_BF16" in warnings[0]
+    float32, bfloat16 = embeddings["float32"].numpy(), embeddings["bfloat16"].numpy()
+    # bfloat16 keeps 8 bits of mantissa (relative error 2**-9 per rounding), through 2 layers.
+    np.testing.assert_allclose(bfloat16, float32, rtol=0, atol=0.05 * np.abs(float32).max())
+    assert not np.array_equal(bfloat16, float32)  # it did compute in bfloat16
+    import keras
+
+    assert keras.mixed_precision.global_policy().name == "float32"  # the policy is put back
+
+
+def test_an_unknown_precision_is_refused_before_any_work(model_dir, tmp_path):  # noqa: F811
+    from keras_bert_common.errors import UsageError
+
+    with pytest.raises(UsageError, match="--precision=float16: use one of float32, bfloat16"):
+        _export(model_dir, tmp_path, "float16", print)
+    assert not (tmp_path / "float16").exists()
