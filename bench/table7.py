@@ -44,8 +44,8 @@ def run_row(model_dir, root, row, seed, args, log):
         save_checkpoints_steps=100000,
         iterations_per_loop=50,
     )
-    if row == "fine-tuning":
-        settings.update(learning_rate=5e-5, num_train_epochs=args.finetune_epochs)
+    if row.startswith("fine-tuning"):
+        settings.update(learning_rate=args.finetune_learning_rate, num_train_epochs=args.finetune_epochs)
     else:
         settings.update(
             feature_based=row,
@@ -65,14 +65,17 @@ def table(runs):
         "| features | dev F1, MiniLM-L6 (mean ± sd, seeds) | paper, BERT-base | minutes per run |",
         "|---|---|---|---|",
     ]
-    for row in PAPER:
+    names = [row for row in PAPER if row != "fine-tuning"]
+    names += sorted({run["row"] for run in runs if run["row"].startswith("fine-tuning")})
+    for row in names:
         mine = [run for run in runs if run["row"] == row]
         if not mine:
             continue
         f1 = [run["f1"] for run in mine]
         spread = f" ± {statistics.stdev(f1):.1f}" if len(f1) > 1 else ""
         minutes = statistics.mean(run["seconds"] for run in mine) / 60
-        lines.append(f"| {row} | {statistics.mean(f1):.1f}{spread} ({len(f1)}) | {PAPER[row]} | {minutes:.1f} |")
+        paper = PAPER[row.split(",")[0]]
+        lines.append(f"| {row} | {statistics.mean(f1):.1f}{spread} ({len(f1)}) | {paper} | {minutes:.1f} |")
     return "\n".join(lines)
 
 
@@ -85,6 +88,7 @@ def main():
     parser.add_argument("--other_seeds", type=int, default=1, help="for the other feature rows")
     parser.add_argument("--epochs", type=float, default=4.0)
     parser.add_argument("--finetune_epochs", type=float, default=3.0)
+    parser.add_argument("--finetune_learning_rate", type=float, default=5e-5)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--lstm_size", type=int, default=None, help="default: the hidden size (384)")
     args = parser.parse_args()
@@ -101,6 +105,8 @@ def main():
 
     for row in args.rows.split(","):
         seeds = args.seeds if row in ("concat_last_four", "fine-tuning") else args.other_seeds
+        if row == "fine-tuning":
+            row = f"fine-tuning, lr {args.finetune_learning_rate:g}, {args.finetune_epochs:g} epochs"
         for seed in range(1, seeds + 1):
             if any(run["row"] == row and run["seed"] == seed for run in runs):
                 continue  # done in an earlier call: the bench resumes row by row
