@@ -45,7 +45,8 @@ def run_row(model_dir, root, row, seed, args, log):
         iterations_per_loop=50,
     )
     if row.startswith("fine-tuning"):
-        settings.update(learning_rate=args.finetune_learning_rate, num_train_epochs=args.finetune_epochs)
+        _, learning_rate, epochs = row.split(", ")  # "fine-tuning, lr 5e-05, 3 epochs"
+        settings.update(learning_rate=float(learning_rate.split()[1]), num_train_epochs=float(epochs.split()[0]))
     else:
         settings.update(
             feature_based=row,
@@ -87,8 +88,11 @@ def main():
     parser.add_argument("--seeds", type=int, default=3, help="for concat_last_four and fine-tuning")
     parser.add_argument("--other_seeds", type=int, default=1, help="for the other feature rows")
     parser.add_argument("--epochs", type=float, default=4.0)
-    parser.add_argument("--finetune_epochs", type=float, default=3.0)
-    parser.add_argument("--finetune_learning_rate", type=float, default=5e-5)
+    parser.add_argument(
+        "--finetune_recipes",
+        default="5e-5:3,1e-4:4",
+        help="learning_rate:epochs of each fine-tuning row (Google's recipe; the feature rows' steps at 1e-4)",
+    )
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--lstm_size", type=int, default=None, help="default: the hidden size (384)")
     args = parser.parse_args()
@@ -103,10 +107,15 @@ def main():
         if message.startswith(("step ", "eval:", "computing", "reusing")):
             print(f"  {message}", flush=True)
 
+    rows = []
     for row in args.rows.split(","):
-        seeds = args.seeds if row in ("concat_last_four", "fine-tuning") else args.other_seeds
         if row == "fine-tuning":
-            row = f"fine-tuning, lr {args.finetune_learning_rate:g}, {args.finetune_epochs:g} epochs"
+            for recipe in args.finetune_recipes.split(","):
+                learning_rate, epochs = (float(value) for value in recipe.split(":"))
+                rows.append((f"fine-tuning, lr {learning_rate:g}, {epochs:g} epochs", args.seeds))
+        else:
+            rows.append((row, args.seeds if row == "concat_last_four" else args.other_seeds))
+    for row, seeds in rows:
         for seed in range(1, seeds + 1):
             if any(run["row"] == row and run["seed"] == seed for run in runs):
                 continue  # done in an earlier call: the bench resumes row by row
