@@ -58,7 +58,8 @@ LARGE_TESTS = {
     "test_dynamic_masking",
     "test_pretraining_beam",
 }
-MANUAL_TESTS = {"test_acceptance", "test_interop"}  # test_interop: make test-interop (.venv-interop)
+# The interop tests: make test-interop (they need .venv-interop).
+MANUAL_TESTS = {"test_acceptance", "test_interop", "test_sentence_embedding_interop"}
 
 
 def target_name(path):
