@@ -76,11 +76,10 @@ def build(name, vocab, work):
     from keras_bert_impl.serving.export import ExportOptions, build_and_export
 
     bfloat16 = build_and_export(
-        ExportOptions(
-            bert_config_file=os.path.join(google, "bert_config.json"),
+        ExportOptions.for_model_dir(
+            google,
+            os.path.join(work, f"{name}_saved_model_bfloat16"),
             vocab_file=vocab,
-            export_dir=os.path.join(work, f"{name}_saved_model_bfloat16"),
-            init_checkpoint=os.path.join(google, "bert_model.ckpt"),
             model_type="classifier",
             label_names=["0", "1"],
             max_seq_length=SEQ,

@@ -72,12 +72,11 @@ def export_models(model_dir, finetuned, root, model_type, max_seq_length, label_
     for precision in ("float32", "bfloat16"):
         saved[precision] = os.path.join(root, f"{model_type}_{precision}")
         build_and_export(
-            ExportOptions(
-                bert_config_file=os.path.join(model_dir, "bert_config.json"),
-                vocab_file=os.path.join(model_dir, "vocab.txt"),
+            ExportOptions.for_model_dir(
+                model_dir,
+                saved[precision],
                 init_checkpoint=finetuned,
                 model_type=model_type,
-                export_dir=saved[precision],
                 label_names=label_names,
                 max_seq_length=max_seq_length,
                 precision=precision,

@@ -52,12 +52,11 @@ def main():
     with open(os.path.join(finetuned, "meta.json")) as reader:
         meta = json.load(reader)
     saved_model = os.path.join(args.output_root, "saved_model")
-    options = ExportOptions(
-        bert_config_file=os.path.join(model_dir, "bert_config.json"),
-        vocab_file=os.path.join(model_dir, "vocab.txt"),
+    options = ExportOptions.for_model_dir(
+        model_dir,
+        saved_model,
         init_checkpoint=finetuned,
         model_type="classifier",
-        export_dir=saved_model,
         label_names=meta["labels"],
         max_seq_length=meta["max_seq_length"],
         force=True,

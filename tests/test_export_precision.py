@@ -15,11 +15,9 @@ def _export(model_dir, tmp_path, precision, log):  # noqa: F811
     from keras_bert_impl.serving.export import ExportOptions, build_and_export
 
     return build_and_export(
-        ExportOptions(
-            bert_config_file=str(model_dir / "bert_config.json"),
-            vocab_file=str(model_dir / "vocab.txt"),
-            export_dir=str(tmp_path / precision),
-            init_checkpoint=str(model_dir / "bert_model.ckpt"),
+        ExportOptions.for_model_dir(
+            model_dir,
+            tmp_path / precision,
             model_type="sentence_embedding",
             max_seq_length=16,
             precision=precision,

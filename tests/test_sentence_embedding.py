@@ -120,11 +120,9 @@ def test_the_saved_model_serves_raw_text_to_the_same_embeddings(model_dir, tmp_p
 
     extracted = np.array([row["embedding"] for row in _extract(model_dir, tmp_path, "e.jsonl", pooling="mean")])
     build_and_export(
-        ExportOptions(
-            bert_config_file=str(model_dir / "bert_config.json"),
-            vocab_file=str(model_dir / "vocab.txt"),
-            export_dir=str(tmp_path / "export"),
-            init_checkpoint=str(model_dir / "bert_model.ckpt"),
+        ExportOptions.for_model_dir(
+            model_dir,
+            tmp_path / "export",
             model_type="sentence_embedding",
             max_seq_length=16,
             pooling="mean",

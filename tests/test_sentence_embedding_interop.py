@@ -77,11 +77,9 @@ def test_minilm_embeddings_equal_sentence_transformers(tmp_path):
     np.testing.assert_allclose(extracted, reference["embeddings"], atol=TOLERANCE, rtol=0)
 
     build_and_export(
-        ExportOptions(
-            bert_config_file=str(google / "bert_config.json"),
-            vocab_file=str(google / "vocab.txt"),
-            export_dir=str(tmp_path / "export"),
-            init_checkpoint=str(google / "bert_model.ckpt"),
+        ExportOptions.for_model_dir(
+            google,
+            tmp_path / "export",
             model_type="sentence_embedding",
             max_seq_length=128,
         ),

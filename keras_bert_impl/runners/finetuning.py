@@ -17,7 +17,7 @@ from keras_bert_common.errors import UsageError
 from keras_bert_common.files import atomic_output, check_readable_file
 from keras_bert_impl.runners.outputs import write_eval_results
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
-from keras_bert_impl.training.bucketing import PADDING_LOGIT, prediction_batches, training_bucketing
+from keras_bert_impl.training.bucketing import fill_beyond, prediction_batches, training_bucketing
 from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule
@@ -197,7 +197,7 @@ class FineTuningRun(RunSetup):
                     continue
                 value = value.numpy()[: len(indices)]
                 if name in self.task.sequence_output_names:
-                    value = _fill_beyond(value, lengths[indices], max_seq_length)
+                    value = fill_beyond(value, lengths[indices], max_seq_length)
                 if name not in outputs:
                     outputs[name] = np.zeros((count,) + value.shape[1:], value.dtype)
                 outputs[name][indices] = value
@@ -300,11 +300,3 @@ def run_finetuning(run, task, data, eval_split="dev", predict_split="test"):
                     writer.write("\t".join(str(float(value)) for value in row) + "\n")
         run.log(f"wrote {path}: {len(rows)} rows")
     return RunResult(train=trained, eval=results)
-
-
-def _fill_beyond(values, lengths, max_seq_length):
-    """[B, T, ...] outputs -> [B, max_seq_length, ...], `PADDING_LOGIT` at and beyond each length."""
-    filled = np.full((len(values), max_seq_length) + values.shape[2:], PADDING_LOGIT, values.dtype)
-    for row, length in enumerate(lengths):
-        filled[row, :length] = values[row, :length]
-    return filled

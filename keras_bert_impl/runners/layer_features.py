@@ -17,7 +17,7 @@ from keras import ops
 
 from keras_bert_common.progress import Progress
 from keras_bert_impl.runners.extract_features import outputs_in_order
-from keras_bert_impl.training.bucketing import PADDING_LOGIT, bucket_lengths, round_up
+from keras_bert_impl.training.bucketing import fill_beyond, prediction_batches
 from tfrecord_tools import feature_specs
 from tfrecord_tools.example_wire import to_example_bytes
 from tfrecord_tools.tfrecord_files import check_complete, read_tfrecord, write_tfrecord
@@ -167,18 +167,13 @@ def predict_logits(model, features, batch_size):
     [N, max_seq_length, C] with `PADDING_LOGIT` beyond each example's length (as
     `FineTuningRun.predict` returns a tagger's)."""
     max_seq_length = features.max_seq_length
-    lengths = bucket_lengths(max_seq_length)
-    order = np.argsort(features.lengths, kind="stable")
     steps, outputs = {}, None
-    for start in range(0, len(order), batch_size):
-        indices = order[start : start + batch_size]
-        length = round_up(int(features.lengths[indices].max()), lengths)
+    for indices, length in prediction_batches(features.lengths, batch_size, max_seq_length):
         if length not in steps:
             steps[length] = tf.function(lambda batch: model.tagger(batch, training=False)["logits"])
         batch = features.batch(indices, length)
         logits = steps[length]({"features": batch["layer_features"], "input_mask": batch["input_mask"]}).numpy()
         if outputs is None:
-            outputs = np.full((len(features), max_seq_length, logits.shape[-1]), PADDING_LOGIT, np.float32)
-        for row, index in enumerate(indices):
-            outputs[index, : features.lengths[index]] = logits[row, : features.lengths[index]]
+            outputs = np.zeros((len(features), max_seq_length, logits.shape[-1]), np.float32)
+        outputs[indices] = fill_beyond(logits, features.lengths[indices], max_seq_length)
     return outputs

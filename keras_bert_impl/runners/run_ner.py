@@ -102,7 +102,7 @@ def run_ner(options, log=print):
     run = FineTuningRun(options, log)
     run.check_metric_names(NER_METRIC_NAMES)
     if options.feature_based:
-        FeatureTaggingTask(run.config, options.max_seq_length, ["O"], options.feature_based, options.lstm_size)
+        FeatureTaggingTask.check_options(options.feature_based, options.lstm_size)
         if options.do_train and options.learning_rate < 1e-4:
             run.log_warning(
                 f"--learning_rate={options.learning_rate} is a fine-tuning rate; a BiLSTM trained from scratch on "

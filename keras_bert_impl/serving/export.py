@@ -177,6 +177,18 @@ class ExportOptions:
     # fast only on CPUs with AVX512_BF16 or AMX, and on TPUs).
     precision: str = "float32"
 
+    @classmethod
+    def for_model_dir(cls, model_dir, export_dir, **overrides):
+        """Options for a directory under Google's names (bert_config.json, vocab.txt, bert_model.ckpt)."""
+        model_dir = str(model_dir)
+        values = dict(
+            bert_config_file=os.path.join(model_dir, "bert_config.json"),
+            vocab_file=os.path.join(model_dir, "vocab.txt"),
+            init_checkpoint=os.path.join(model_dir, "bert_model.ckpt"),
+            export_dir=str(export_dir),
+        )
+        return cls(**{**values, **overrides})
+
 
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # --precision -> Keras dtype policy
 

@@ -41,15 +41,20 @@ class FeatureTaggingTask(TaggingTask):
     def __init__(
         self, bert_config, max_seq_length=128, label_names=None, feature_based="concat_last_four", lstm_size=None
     ):
-        if feature_based not in FEATURE_LAYERS:
-            raise UsageError(f"--feature_based={feature_based}: use one of {', '.join(FEATURE_LAYERS)}")
-        if lstm_size is not None and lstm_size < 1:
-            raise UsageError(f"--lstm_size={lstm_size}: must be at least 1")
+        self.check_options(feature_based, lstm_size)
         super().__init__(bert_config, max_seq_length, label_names)
         self.feature_based = feature_based
         self.lstm_size = lstm_size or bert_config.hidden_size
         select, self.mode = FEATURE_LAYERS[feature_based]
         self.layer_indexes = select(bert_config.num_hidden_layers)
+
+    @staticmethod
+    def check_options(feature_based, lstm_size=None):
+        """--feature_based and --lstm_size, checked before any data is read or model built."""
+        if feature_based not in FEATURE_LAYERS:
+            raise UsageError(f"--feature_based={feature_based}: use one of {', '.join(FEATURE_LAYERS)}")
+        if lstm_size is not None and lstm_size < 1:
+            raise UsageError(f"--lstm_size={lstm_size}: must be at least 1")
 
     def feature_spec(self, is_training=True):
         return feature_specs.layer_features_spec(self.max_seq_length)

@@ -84,3 +84,11 @@ def prediction_batches(lengths, batch_size, max_seq_length, bucketed=True):
         (indices, round_up(int(lengths[indices].max()), buckets))
         for indices in (order[start : start + batch_size] for start in range(0, len(order), batch_size))
     ]
+
+
+def fill_beyond(values, lengths, max_seq_length):
+    """[B, T, ...] outputs -> [B, max_seq_length, ...], `PADDING_LOGIT` at and beyond each length."""
+    filled = np.full((len(values), max_seq_length) + values.shape[2:], PADDING_LOGIT, values.dtype)
+    for row, length in enumerate(lengths):
+        filled[row, :length] = values[row, :length]
+    return filled
