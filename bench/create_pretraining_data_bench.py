@@ -126,6 +126,63 @@ def write_corpus(path, copies):
     return os.path.getsize(path)
 
 
+def write_long_documents(path, copies, document_bytes):
+    """`copies` copies of the corpora with consecutive documents merged until each holds at least
+    `document_bytes` (a corpus of long documents, like speeches or books' chapters); returns
+    (bytes, documents)."""
+    documents = []
+    for name in NAMES:
+        with open(os.path.join(CORPORA, name), encoding="utf-8") as reader:
+            current = []
+            for document in reader.read().split("\n\n"):
+                lines = [line for line in document.splitlines() if line.strip()]
+                current.extend(lines)
+                if sum(len(line) + 1 for line in current) >= document_bytes:
+                    documents.append("\n".join(current))
+                    current = []
+            if current:
+                documents.append("\n".join(current))
+    with open(path, "w", encoding="utf-8") as writer:
+        for _ in range(copies):
+            for document in documents:
+                writer.write(document + "\n\n")
+    return os.path.getsize(path), copies * len(documents)
+
+
+def long_document_scaling(args, vocab, tmp):
+    """1 against 2 worker processes on one file of long documents, end to end with start-up,
+    interleaved rounds, best of each."""
+    corpus, tiny = os.path.join(tmp, "long.txt"), os.path.join(tmp, "tiny.txt")
+    size, documents = write_long_documents(corpus, args.long_copies, args.document_bytes)
+    with open(tiny, "w", encoding="utf-8") as writer:
+        writer.write("A first sentence.\nA second one.\n\nAnother document.\nIts end.\n")
+    print(
+        f"long documents: {args.long_copies} copies, {documents} documents of >= {args.document_bytes:,} bytes, "
+        f"{size / 1e6:.1f} MB, one file; dupe_factor {args.dupe_factor}, max_seq_length {args.max_seq_length}; "
+        f"{os.cpu_count()} CPUs; best of {args.rounds} interleaved rounds"
+    )
+    seconds = {1: [], 2: []}
+    startup = {1: [], 2: []}
+    for _ in range(args.rounds):
+        for workers in (1, 2):
+            output = os.path.join(tmp, "long.tfrecord")
+            extra = [f"--num_workers={workers}", *args.extra_flags]
+            instances, elapsed, _ = run_ours(corpus, vocab, output, args, extra)
+            seconds[workers].append(elapsed)
+            startup[workers].append(run_ours(tiny, vocab, os.path.join(tmp, "tiny.tfrecord"), args, extra)[1])
+            os.remove(output)
+    best = {workers: min(values) for workers, values in seconds.items()}
+    print("\n| workers | seconds (best; all) | start-up on a two-document input (best) | speed-up |")
+    print("|---|---|---|---|")
+    for workers in (1, 2):
+        runs = ", ".join(f"{value:.1f}" for value in seconds[workers])
+        print(
+            f"| {workers} | {best[workers]:.1f} ({runs}) | {min(startup[workers]):.1f} | "
+            f"{best[1] / best[workers]:.2f}x |"
+        )
+    print(f"instances: {instances:,}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=12)
@@ -139,10 +196,22 @@ def main():
     parser.add_argument("--skip_model_garden", action="store_true")
     parser.add_argument("--skip_beam", action="store_true")
     parser.add_argument("--skip_storage", action="store_true")
+    parser.add_argument(
+        "--long_documents", action="store_true", help="only the 1 vs 2 worker scaling on a file of long documents"
+    )
+    parser.add_argument("--long_copies", type=int, default=3)
+    parser.add_argument("--document_bytes", type=int, default=46000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--extra_flags", default="", help="more flags for ours, comma-separated")
     args = parser.parse_args()
+    args.extra_flags = [flag for flag in args.extra_flags.split(",") if flag]
     vocab = args.vocab_file or default_vocab()
     if not all(os.path.isfile(os.path.join(CORPORA, name)) for name in NAMES):
         sys.exit(f"{CORPORA}: the shared corpora are missing")
+    if args.long_documents:
+        with tempfile.TemporaryDirectory() as tmp:
+            long_document_scaling(args, vocab, tmp)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         corpus, one_copy = os.path.join(tmp, "corpus.txt"), os.path.join(tmp, "one_copy.txt")
         beam_corpus, tiny = os.path.join(tmp, "beam_corpus.txt"), os.path.join(tmp, "tiny.txt")

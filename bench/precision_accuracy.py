@@ -10,7 +10,8 @@ lr 1e-4, --squad_epochs epochs, ~12 min each). A task whose output directory alr
 finished run is not trained again. Every model then sees the same eval windows in batches of 32
 cut to their longest member (the SavedModel's variable-length serving); SQuAD answers come from
 the same post-processing and the official v1.1 metric as run_squad's. The issue's bar: each
-reduced-precision model within 0.5 points of the float32 SavedModel.
+reduced-precision model within 0.5 points of the float32 SavedModel. "changed" counts the
+predictions (MRPC) or answer strings (SQuAD) that differ from the float32 SavedModel's.
 """
 
 import argparse
@@ -148,9 +149,18 @@ def mrpc_rows(model_dir, root, log):
     rows = {}
     for name, model in export_models(model_dir, finetuned, root, "classifier", max_seq_length, meta["labels"]).items():
         start = time.perf_counter()
-        predicted = predict(model, dev, max_seq_length)["logits"].argmax(-1)
-        rows[name] = {"accuracy": 100.0 * float(np.mean(predicted == labels)), "seconds": time.perf_counter() - start}
-        log(f"MRPC {name}: {rows[name]}")
+        logits = predict(model, dev, max_seq_length)["logits"]
+        reference = rows[MODELS[0]]["logits"] if rows else logits
+        rows[name] = {
+            "accuracy": 100.0 * float(np.mean(logits.argmax(-1) == labels)),
+            "changed": int(np.sum(logits.argmax(-1) != reference.argmax(-1))),
+            "max_logit_difference": float(np.abs(logits - reference).max()),
+            "seconds": time.perf_counter() - start,
+            "logits": logits,
+        }
+        log(f"MRPC {name}: " + json.dumps({k: v for k, v in rows[name].items() if k != "logits"}))
+    for row in rows.values():
+        del row["logits"]
     return rows, {"dev_pairs": int(len(labels))}
 
 
@@ -181,9 +191,17 @@ def squad_rows(model_dir, root, log, epochs):
         }
         predictions, _, _ = compute_predictions(examples, windows, results, split_words)
         evaluation = evaluate_v1(dataset, predictions)
-        rows[name] = {"f1": evaluation["f1"], "exact_match": evaluation["exact_match"]}
+        reference = rows[MODELS[0]]["answers"] if rows else predictions
+        rows[name] = {
+            "f1": evaluation["f1"],
+            "exact_match": evaluation["exact_match"],
+            "changed": sum(predictions[key] != reference[key] for key in predictions),
+            "answers": predictions,
+        }
         rows[name]["seconds"] = time.perf_counter() - start
-        log(f"SQuAD {name}: {rows[name]}")
+        log(f"SQuAD {name}: " + json.dumps({k: v for k, v in rows[name].items() if k != "answers"}))
+    for row in rows.values():
+        del row["answers"]
     with open(os.path.join(finetuned, "eval_results.json")) as reader:
         run = json.load(reader)
     return rows, {"questions": len(examples), "windows": len(windows), "epochs": epochs, "run_squad_f1": run["f1"]}
@@ -218,7 +236,7 @@ def main():
         summary["squad"] = squad_rows(model_dir, args.output_root, log, args.squad_epochs)
     with open(os.path.join(args.output_root, "precision_accuracy.json"), "w") as writer:
         json.dump(summary, writer, indent=1)
-    metric = {"mrpc": ("accuracy",), "squad": ("f1", "exact_match")}
+    metric = {"mrpc": ("accuracy", "changed"), "squad": ("f1", "exact_match", "changed")}
     print("| model | " + " | ".join(f"{task} {m}" for task in summary for m in metric[task]) + " |")
     print("|---" * (1 + sum(len(metric[task]) for task in summary)) + "|")
     for name in MODELS:
@@ -226,6 +244,9 @@ def main():
         for task, (rows, _) in summary.items():
             for m in metric[task]:
                 value, base = rows[name][m], rows[MODELS[0]][m]
+                if m == "changed":  # predictions (MRPC) or answers (SQuAD) unlike the float32 SavedModel's
+                    cells.append(str(value))
+                    continue
                 cells.append(f"{value:.2f}" + ("" if name == MODELS[0] else f" ({value - base:+.2f})"))
         print(f"| {name} | " + " | ".join(cells) + " |")
     for task, (_, facts) in summary.items():
