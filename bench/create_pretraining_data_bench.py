@@ -2,6 +2,7 @@
 Google's algorithm (tf-models-official's create_pretraining_data), in one run.
 
     .venv/bin/python -m bench.create_pretraining_data_bench [--copies=12] [--beam_copies=4] [--dupe_factor=5]
+    .venv/bin/python -m bench.create_pretraining_data_bench --long_documents [--long_copies=3] [--rounds=3]
 
 Corpus: `--copies` copies of the real corpora in ../shared/data/corpus (Wikipedia excerpt, Brown,
 Jane Austen, Moby Dick: 13.7 MB a copy), one file. Ours runs as users run it, the command line in a
@@ -13,6 +14,8 @@ its import and tokenizer excluded. The start-up of ours (Python and TensorFlow i
 about 5 s) is measured on a two-document input and reported, with the rates after it. Beam's
 DirectRunner gets `--beam_copies`: with a fixed shard count it groups every record in memory
 before writing (distributed runners shuffle through disk or their service).
+--long_documents times only ours, 1 against 2 workers, on one file of long documents (the corpora's
+documents merged to --document_bytes each), start-up included, in interleaved rounds.
 """
 
 import argparse
