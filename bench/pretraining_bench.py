@@ -168,7 +168,10 @@ def main():
         default="float32",
         help="comma list of Keras dtype policies, e.g. float32,mixed_bfloat16 (all three use it)",
     )
+    parser.add_argument("--one_config", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_config:
+        return run_one_config(args.one_config, args.steps, args.rounds)
     policies = args.precision.split(",")
     peaks = {policy: matmul_peak("bfloat16" if "bfloat16" in policy else "float32") for policy in policies}
     for policy, peak in peaks.items():
@@ -184,25 +187,56 @@ def main():
     )
     for name in args.models.split(","):
         layers, hidden, heads, batch_size = MODELS[name]
-        steps = args.steps if name != "base" else 2
         flops = train_flops(layers, hidden, batch_size)
         for policy, jit in [(policy, jit) for policy in policies for jit in modes]:
-            peak = peaks[policy]
-            runners = {
-                impl.__name__: impl(layers, hidden, heads, batch_size, steps, jit, policy)
-                for impl in (ours, model_garden, keras_hub)
-            }
-            # Interleaved rounds, best of each: the machine is shared and noisy.
-            times = {impl: float("inf") for impl in runners}
-            for _ in range(args.rounds):
-                for impl, run in runners.items():
-                    times[impl] = min(times[impl], run())
+            times = _config_in_subprocess(name, policy, jit, args)
             for impl, seconds in times.items():
                 print(
                     f"{name:6s} {impl:14s} {policy:15s} {'on' if jit else 'off':4s} {batch_size:5d} {seconds:8.4f} "
                     f"{batch_size / seconds:10.1f} {times['model_garden'] / seconds:5.2f}x "
-                    f"{times['keras_hub'] / seconds:5.2f}x {flops / seconds / peak:6.1%}"
+                    f"{times['keras_hub'] / seconds:5.2f}x {flops / seconds / peaks[policy]:6.1%}",
+                    flush=True,
                 )
+
+
+def _config_in_subprocess(name, policy, jit, args):
+    """One row's three implementations in a fresh process (each config's models and XLA programs
+    would otherwise pile up in one: the whole table ran out of 24 GB at base bfloat16)."""
+    import json
+    import subprocess
+    import sys
+
+    command = [
+        sys.executable,
+        "-m",
+        "bench.pretraining_bench",
+        f"--one_config={name},{policy},{int(jit)}",
+        f"--steps={args.steps}",
+        f"--rounds={args.rounds}",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"failed: {' '.join(command)}\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run_one_config(spec, steps, rounds):
+    """Prints {implementation: best seconds per step} of one (model, policy, jit) as JSON."""
+    import json
+
+    name, policy, jit = spec.split(",")
+    layers, hidden, heads, batch_size = MODELS[name]
+    steps = steps if name != "base" else 2
+    runners = {
+        impl.__name__: impl(layers, hidden, heads, batch_size, steps, bool(int(jit)), policy)
+        for impl in (ours, model_garden, keras_hub)
+    }
+    # Interleaved rounds, best of each: the machine is shared and noisy.
+    times = {impl: float("inf") for impl in runners}
+    for _ in range(rounds):
+        for impl, run in runners.items():
+            times[impl] = min(times[impl], run())
+    print(json.dumps(times))
 
 
 if __name__ == "__main__":
