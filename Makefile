@@ -21,8 +21,10 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-bench.txt constrain
 
 # The checkout on .venv's path (a .pth file, as `pip install -e .` would write, without a build), so
 # Google's `python tfrecord_tools/create_pretraining_data.py` finds the package from a subfolder.
-$(CHECKOUT_PTH): $(STAMP)
-	$(PY) -c "import os, sysconfig; open(os.path.join(sysconfig.get_paths()['purelib'], 'keras_bert_checkout.pth'), 'w').write(os.getcwd() + '\\n')"
+# Bazel's interpreter (tools/python/venv_python.sh) sets KERAS_BERT_IMPL_HERMETIC: its targets must
+# find our packages in their runfiles only.
+$(CHECKOUT_PTH): $(STAMP) Makefile
+	$(PY) -c "import os, sysconfig; open(os.path.join(sysconfig.get_paths()['purelib'], 'keras_bert_checkout.pth'), 'w').write('import os, sys; \"KERAS_BERT_IMPL_HERMETIC\" in os.environ or sys.path.append(%r)\\n' % os.getcwd())"
 	touch $@
 
 demo: $(CHECKOUT_PTH)
