@@ -110,12 +110,12 @@ def export_models(model_dir, finetuned, root, model_type, max_seq_length, label_
     )
 
 
-def predict(model, features, max_seq_length, batch_size=32):
+def predict(model, features, max_seq_length, sequence_outputs=(), batch_size=32):
     """The model's outputs for every row of `features`, batches cut to their longest member;
-    [B, T] outputs are padded back to max_seq_length with run_squad's padding logit."""
+    the `sequence_outputs` ([B, T]) padded back to max_seq_length as run_squad's are."""
     import numpy as np
 
-    from keras_bert_impl.training.bucketing import PADDING_LOGIT, prediction_batches
+    from keras_bert_impl.training.bucketing import fill_beyond, prediction_batches
 
     lengths = features["input_mask"].sum(axis=1)
     outputs = {}
@@ -126,8 +126,8 @@ def predict(model, features, max_seq_length, batch_size=32):
             for name in ("input_ids", "input_mask", "segment_ids")
         }
         for name, value in model(**batch).items():
-            if value.ndim == 2 and value.shape[1] == length and name.endswith("_logits") and name != "logits":
-                value = np.pad(value, ((0, 0), (0, max_seq_length - length)), constant_values=PADDING_LOGIT)
+            if name in sequence_outputs:
+                value = fill_beyond(value, lengths[indices], max_seq_length)
             outputs.setdefault(name, np.zeros((len(lengths),) + value.shape[1:], value.dtype))[indices] = value
     return outputs
 
@@ -167,10 +167,13 @@ def mrpc_rows(model_dir, root, log):
 def squad_rows(model_dir, root, log, epochs):
     from keras_bert_impl.evaluation.squad_eval import evaluate_v1
     from keras_bert_impl.evaluation.squad_postprocess import compute_predictions
+    from keras_bert_impl.runners.run_squad import answer_word_splitter
+    from keras_bert_impl.tasks.span import SpanTask
     from tfrecord_tools.feature_specs import squad_spec
     from tfrecord_tools.finetuning_data import FineTuningData
     from tfrecord_tools.squad_data import FEATURES_SUFFIX, read_features_sidecar, read_squad_examples
     from tfrecord_tools.tfrecord_files import read_tfrecord
+    from tfrecord_tools.tokenization import FullTokenizer
 
     finetuned, eval_file = finetune_squad_v1(model_dir, root, log, epochs)
     data = FineTuningData.open(finetuned)
@@ -180,11 +183,13 @@ def squad_rows(model_dir, root, log, epochs):
     examples, _ = read_squad_examples(eval_file, False, False)
     with open(eval_file, encoding="utf-8") as reader:
         dataset = json.load(reader)["data"]
-    split_words = _word_splitter(model_dir)
+    split_words = answer_word_splitter(
+        FullTokenizer(os.path.join(model_dir, "vocab.txt"), do_lower_case=True).text_tokenizer
+    )
     rows = {}
     for name, model in export_models(model_dir, finetuned, root, "squad", max_seq_length).items():
         start = time.perf_counter()
-        outputs = predict(model, features, max_seq_length)
+        outputs = predict(model, features, max_seq_length, SpanTask.sequence_output_names)
         results = {
             w.unique_id: (outputs["start_logits"][i].tolist(), outputs["end_logits"][i].tolist())
             for i, w in enumerate(windows)
@@ -205,15 +210,6 @@ def squad_rows(model_dir, root, log, epochs):
     with open(os.path.join(finetuned, "eval_results.json")) as reader:
         run = json.load(reader)
     return rows, {"questions": len(examples), "windows": len(windows), "epochs": epochs, "run_squad_f1": run["f1"]}
-
-
-def _word_splitter(model_dir):
-    """run_squad's splitting of answer texts into words (its basic tokenizer, lower-cased)."""
-    from keras_bert_impl.runners.run_squad import _split_words
-    from tfrecord_tools.tokenization import FullTokenizer
-
-    splitter = FullTokenizer(os.path.join(model_dir, "vocab.txt"), do_lower_case=True).text_tokenizer
-    return lambda texts: _split_words(splitter, texts)
 
 
 def main():

@@ -139,7 +139,7 @@ def run_squad(options, log=print):
             examples,
             features,
             results,
-            lambda texts: _split_words(splitter, texts),
+            answer_word_splitter(splitter),
             options.n_best_size,
             options.max_answer_length,
             version_2_with_negative,
@@ -207,9 +207,13 @@ def squad_metric_names(version_2_with_negative):
     return (*V2_METRIC_NAMES, *(f"any_threshold_{key}" for key in SWEEP_KEYS), "best_non_null_HasAns_f1")
 
 
-def _split_words(text_tokenizer, texts):
-    """Google's BasicTokenizer words of each text (our graph splitter, batched)."""
+def answer_word_splitter(text_tokenizer):
+    """texts -> Google's BasicTokenizer words of each (our graph splitter, batched): how the
+    post-processing splits answers and contexts into words."""
     import tensorflow as tf
 
-    words = text_tokenizer.split_words(tf.constant([text.encode("utf-8") for text in texts]))
-    return [[word.decode("utf-8") for word in row] for row in words.to_list()]
+    def split(texts):
+        words = text_tokenizer.split_words(tf.constant([text.encode("utf-8") for text in texts]))
+        return [[word.decode("utf-8") for word in row] for row in words.to_list()]
+
+    return split
