@@ -49,18 +49,23 @@ class BertSelfAttention(keras.layers.Layer):
         self.attention_output.build(tuple(hidden_states_shape[:-1]) + (self.num_heads * self.head_size,))
         self.built = True
 
-    def _split_heads(self, x):
-        # [B, S, N*H] -> [B, S, N, H]
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, length, self.num_heads, self.head_size))
+    def _split_heads(self, rows, batch, length):
+        # [B*T, N*H] -> [B, T, N, H]
+        return ops.reshape(rows, (batch, length, self.num_heads, self.head_size))
 
     def call(self, hidden_states, input_mask, training=False):
-        """hidden_states: [B, T, D]; input_mask: [B, T], 1 for real tokens, 0 for padding."""
+        """hidden_states: [B, T, D], or its rows [B*T, D]; input_mask: [B, T], 1 for real tokens,
+        0 for padding. Returns hidden_states' shape."""
+        batch, length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+        width = self.num_heads * self.head_size
+        # Dense maps on rows: one MatMul + BiasAdd each, which grappler fuses (a [B, T, D] input
+        # would run as tensordot, a reshape between them).
+        rows = ops.reshape(hidden_states, (-1, ops.shape(hidden_states)[-1]))  # [B*T, D]
         # Scaling the query rather than the scores: [B, F, D] values instead of [B, N, F, T].
-        query = self.query(hidden_states) * ops.cast(1.0 / math.sqrt(self.head_size), hidden_states.dtype)
-        query = self._split_heads(query)  # [B, F, N, H]
-        key = self._split_heads(self.key(hidden_states))  # [B, T, N, H]
-        value = self._split_heads(self.value(hidden_states))  # [B, T, N, H]
+        query = self.query(rows) * ops.cast(1.0 / math.sqrt(self.head_size), rows.dtype)
+        query = self._split_heads(query, batch, length)  # [B, F, N, H]
+        key = self._split_heads(self.key(rows), batch, length)  # [B, T, N, H]
+        value = self._split_heads(self.value(rows), batch, length)  # [B, T, N, H]
 
         scores = ops.einsum("bfnh,btnh->bnft", query, key)  # [B, N, F, T]
         # Every query sees every real key; padded keys get _MASK_ADDER.
@@ -71,9 +76,9 @@ class BertSelfAttention(keras.layers.Layer):
         probs = self.dropout(probs, training=training)
 
         context = ops.einsum("bnft,btnh->bfnh", probs, value)  # [B, F, N, H]
-        batch, length = ops.shape(context)[0], ops.shape(context)[1]
-        context = ops.reshape(context, (batch, length, self.num_heads * self.head_size))  # [B, F, D]
-        return self.attention_output(context)  # [B, F, D]
+        context = ops.reshape(context, (-1, width))  # [B*F, D]
+        output = self.attention_output(context)  # [B*F, D]
+        return ops.reshape(output, ops.shape(hidden_states))
 
     def compute_output_shape(self, hidden_states_shape, input_mask_shape=None):
         return tuple(hidden_states_shape[:-1]) + (self.num_heads * self.head_size,)

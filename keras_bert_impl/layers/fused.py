@@ -19,27 +19,37 @@ import threading
 
 import tensorflow as tf
 
-# A count, not a thread-local: MirroredStrategy traces each replica's function in its own thread
-# (hence the lock around the count).
+# Counts, not thread-locals: MirroredStrategy traces each replica's function in its own thread
+# (hence the lock around them).
 _plain_depth = 0
+_serving_depth = 0
 _plain_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def plain_formulas():
-    """Within: the plain-op formulas, for code traced into one XLA computation (`--jit_compile`)."""
-    global _plain_depth
+def plain_formulas(serving=False):
+    """Within: the plain-op formulas, for code traced into one XLA computation (`--jit_compile`).
+    With `serving`, for an exported inference graph: GELU in the input's own dtype, so that
+    TensorFlow's graph optimizer (grappler's remapper) fuses it into the MatMul before it (one
+    oneDNN `_FusedMatMul` with BiasAdd on a CPU). Forward only."""
+    global _plain_depth, _serving_depth
     with _plain_lock:
         _plain_depth += 1
+        _serving_depth += bool(serving)
     try:
         yield
     finally:
         with _plain_lock:
             _plain_depth -= 1
+            _serving_depth -= bool(serving)
 
 
 def _fused_here():
     return not tf.executing_eagerly() and not _plain_depth
+
+
+def _serving_here():
+    return not tf.executing_eagerly() and bool(_serving_depth)
 
 
 def _compute_dtype(dtype):
@@ -50,9 +60,10 @@ def _kernel(function):
     return tf.function(function, jit_compile=True, autograph=False, reduce_retracing=True)
 
 
-def fused_elementwise(function, derivative, name):
+def fused_elementwise(function, derivative, name, serving=None):
     """`function(x)` with gradient `dy * derivative(x)`, each one XLA kernel; both take and
-    return float32 (or float64) tensors of the same shape."""
+    return float32 (or float64) tensors of the same shape. `serving(x)`, the same function, is
+    traced instead within `plain_formulas(serving=True)`, in x's own dtype."""
 
     def forward(x):
         return tf.cast(function(tf.cast(x, _compute_dtype(x.dtype))), x.dtype)
@@ -69,6 +80,10 @@ def fused_elementwise(function, derivative, name):
 
     def call(x):
         x = tf.convert_to_tensor(x)
+        if serving and _serving_here():
+            # No casts around it: they would keep grappler from fusing it into the MatMul before,
+            # which evaluates it in float32 for a bfloat16 input anyway.
+            return serving(x)
         if not _fused_here():
             return forward(x)
         with tf.name_scope(name):

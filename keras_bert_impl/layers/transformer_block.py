@@ -1,6 +1,7 @@
 """`TransformerBlock`: BERT's post-LayerNorm encoder layer (attention, then feed-forward)."""
 
 import keras
+from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.bert_self_attention import BertSelfAttention
@@ -67,12 +68,17 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, input_mask, training=False):
-        attention = self.self_attention(hidden_states, input_mask, training=training)
+        """hidden_states: [B, T, D]; input_mask: [B, T]. Works on the rows [B*T, D], as Google's
+        modeling.py does: each Dense map is then one MatMul + BiasAdd (+ GELU), which grappler
+        fuses into one oneDNN kernel in a served graph."""
+        rows = ops.reshape(hidden_states, (-1, self.hidden_size))  # [B*T, D]
+        attention = self.self_attention(rows, input_mask, training=training)
         attention = self.attention_dropout(attention, training=training)
-        hidden_states = self.attention_layer_norm(hidden_states + attention)
-        feed_forward = self.output_dense(self.intermediate(hidden_states))
+        rows = self.attention_layer_norm(rows + attention)
+        feed_forward = self.output_dense(self.intermediate(rows))
         feed_forward = self.output_dropout(feed_forward, training=training)
-        return self.output_layer_norm(hidden_states + feed_forward)
+        rows = self.output_layer_norm(rows + feed_forward)
+        return ops.reshape(rows, ops.shape(hidden_states))
 
     def compute_output_shape(self, hidden_states_shape, input_mask_shape=None):
         return tuple(hidden_states_shape)
