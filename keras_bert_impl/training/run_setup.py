@@ -120,7 +120,7 @@ class RunSetup:
         )
         self.log(f"strategy {type(self.strategy).__name__} with {self.strategy.num_replicas_in_sync} replica(s)")
         self._check_batch_sizes()
-        self._warn_if_bfloat16_is_emulated()
+        self._warn_about_bfloat16_on_cpu()
         # --output_dir is created by the first thing written there, so a run refused by a check
         # leaves nothing behind.
         self.pipeline_id, self.num_pipelines = input_pipeline_of(self.strategy)
@@ -130,13 +130,22 @@ class RunSetup:
         warn = getattr(self.log, "warning", None)
         (warn or self.log)(f"warning: {message}" if warn is None else message)
 
-    def _warn_if_bfloat16_is_emulated(self):
+    def _warn_about_bfloat16_on_cpu(self):
+        """Two measured slow-downs of mixed_bfloat16 on a CPU-only machine: under XLA, and on a CPU
+        without bfloat16 instructions."""
         import tensorflow as tf
 
         if self.options.mixed_precision != "mixed_bfloat16" or any(
             tf.config.list_logical_devices(kind) for kind in ("GPU", "TPU")
         ):
             return
+        if self.options.jit_compile and self.options.do_train:
+            # docs/benchmarks/pretraining_throughput.md: ours 30.5 against 64.0 examples/s (BERT-mini),
+            # 2.44 against 6.92 (BERT-base), and the peers slow down alike.
+            self.log_warning(
+                "--jit_compile with --mixed_precision=mixed_bfloat16 on a CPU: XLA compiles bfloat16 "
+                "training here 1.5-2.8x slower than TensorFlow's own kernels run it; drop --jit_compile"
+            )
         if cpu.cpu_has_bfloat16_instructions() is False:
             # On an AMD EPYC without them, ours' BERT-mini step was 1.15x slower than in float32 and
             # Model Garden's 22x (its tf.einsum calls take a generic bfloat16 path).
