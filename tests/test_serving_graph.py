@@ -3,6 +3,7 @@ encoder runs as one oneDNN `_FusedMatMul` (MatMul, BiasAdd and GELU in one kerne
 tensordot reshapes between them, in float32 and bfloat16 exports alike."""
 
 import collections
+import dataclasses
 import os
 import platform
 
@@ -13,9 +14,19 @@ import tensorflow as tf
 from tests.finetuning_fixtures import model_dir  # noqa: F401 -- model_dir: a fixture
 
 pytestmark = pytest.mark.skipif(
-    platform.machine() not in ("x86_64", "AMD64") or os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0",
+    platform.machine() not in ("x86_64", "AMD64")
+    or os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0"
+    or bool(tf.config.list_physical_devices("GPU")),
     reason="grappler's oneDNN fusions run on x86 CPUs with oneDNN on (TensorFlow's default there)",
 )
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as reader:
+            return {flag for line in reader if line.startswith("flags") for flag in line.split(":", 1)[1].split()}
+    except OSError:
+        return set()
 
 
 def _executed_ops(saved_model_dir, length):
@@ -42,14 +53,24 @@ def _executed_ops(saved_model_dir, length):
     return ops
 
 
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_exact"])
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
-def test_every_dense_map_runs_as_one_fused_onednn_matmul(model_dir, tmp_path, precision):  # noqa: F811
+def test_every_dense_map_runs_as_one_fused_onednn_matmul(model_dir, tmp_path, precision, hidden_act):  # noqa: F811
+    import shutil
+
     from keras_bert_impl.models.bert_config import BertConfig
     from keras_bert_impl.serving.export import ExportOptions, build_and_export
 
+    if precision == "bfloat16" and "avx512f" not in _cpu_flags():
+        pytest.skip("grappler fuses bfloat16 matmuls only where oneDNN runs bfloat16 (AVX512F and up)")
+    # The fixture's weights under either GELU: tanh (Google's "gelu") or erf (MiniLM's "gelu_exact").
+    source = tmp_path / "model"
+    shutil.copytree(model_dir, source)
+    config = dataclasses.replace(BertConfig.from_json_file(str(source / "bert_config.json")), hidden_act=hidden_act)
+    config.to_json_file(str(source / "bert_config.json"))
     exported = build_and_export(
         ExportOptions.for_model_dir(
-            model_dir,
+            source,
             tmp_path / precision,
             model_type="classifier",
             label_names=["a", "b"],
@@ -60,7 +81,6 @@ def test_every_dense_map_runs_as_one_fused_onednn_matmul(model_dir, tmp_path, pr
         log=type("Log", (), {"__call__": lambda self, m: None, "warning": lambda self, m: None})(),
     )
     ops = _executed_ops(exported, length=7)
-    config = BertConfig.from_json_file(str(model_dir / "bert_config.json"))
     # Per layer: query, key, value, attention output, intermediate (with GELU), output; then the
     # pooler and the classifier.
     dense_maps = 6 * config.num_hidden_layers + 2

@@ -55,13 +55,13 @@ class BertSelfAttention(keras.layers.Layer):
 
     def call(self, hidden_states, input_mask, training=False):
         """hidden_states: [B, T, D], or its rows [B*T, D]; input_mask: [B, T], 1 for real tokens,
-        0 for padding. Returns hidden_states' shape."""
+        0 for padding. Returns [B, F, N*H], or its rows [B*F, N*H] for rows in."""
         batch, length = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
         width = self.num_heads * self.head_size
         # Dense maps on rows: one MatMul + BiasAdd each, which grappler fuses (a [B, T, D] input
         # would run as tensordot, a reshape between them).
         rows = ops.reshape(hidden_states, (-1, ops.shape(hidden_states)[-1]))  # [B*T, D]
-        # Scaling the query rather than the scores: [B, F, D] values instead of [B, N, F, T].
+        # Scaling the query rather than the scores: [B*F, D] values instead of [B, N, F, T].
         query = self.query(rows) * ops.cast(1.0 / math.sqrt(self.head_size), rows.dtype)
         query = self._split_heads(query, batch, length)  # [B, F, N, H]
         key = self._split_heads(self.key(rows), batch, length)  # [B, T, N, H]
@@ -78,7 +78,7 @@ class BertSelfAttention(keras.layers.Layer):
         context = ops.einsum("bnft,btnh->bfnh", probs, value)  # [B, F, N, H]
         context = ops.reshape(context, (-1, width))  # [B*F, D]
         output = self.attention_output(context)  # [B*F, D]
-        return ops.reshape(output, ops.shape(hidden_states))
+        return ops.reshape(output, tuple(ops.shape(hidden_states)[:-1]) + (width,))  # [B, F, D] or [B*F, D]
 
     def compute_output_shape(self, hidden_states_shape, input_mask_shape=None):
         return tuple(hidden_states_shape[:-1]) + (self.num_heads * self.head_size,)

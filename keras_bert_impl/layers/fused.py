@@ -8,10 +8,11 @@ fast). Here the forward pass and the derivative are each one small XLA-compiled 
 They compute in float32 (float64 stays float64) and return the input's dtype, so bfloat16 runs
 get float32 accuracy inside the function.
 
-Inside a `tf.function` (training steps, evaluation, export) the fused kernels run. The same
+Inside a `tf.function` (training steps, evaluation) the fused kernels run. The same
 formulas run as plain ops when called eagerly (XLA compiles once per shape, and an eager caller's
 one-off shapes would pay a compilation each) and inside `plain_formulas()`, for a caller that
 XLA-compiles the whole function: XLA then fuses by itself and the kernels would only split it.
+An export traces them within `plain_formulas(serving=True)`: plain ops, no XLA at serving time.
 """
 
 import contextlib
@@ -19,11 +20,12 @@ import threading
 
 import tensorflow as tf
 
-# Counts, not thread-locals: MirroredStrategy traces each replica's function in its own thread
-# (hence the lock around them).
+# A count, not a thread-local: MirroredStrategy traces each replica's function in its own thread
+# (hence the lock around the count). The serving flag is the exporting thread's own: an export
+# traces on the calling thread, and nothing traced elsewhere meanwhile may take its formulas.
 _plain_depth = 0
-_serving_depth = 0
 _plain_lock = threading.Lock()
+_serving = threading.local()
 
 
 @contextlib.contextmanager
@@ -32,16 +34,16 @@ def plain_formulas(serving=False):
     With `serving`, for an exported inference graph: GELU in the input's own dtype, so that
     TensorFlow's graph optimizer (grappler's remapper) fuses it into the MatMul before it (one
     oneDNN `_FusedMatMul` with BiasAdd on a CPU). Forward only."""
-    global _plain_depth, _serving_depth
+    global _plain_depth
     with _plain_lock:
         _plain_depth += 1
-        _serving_depth += bool(serving)
+    _serving.depth = getattr(_serving, "depth", 0) + bool(serving)
     try:
         yield
     finally:
+        _serving.depth -= bool(serving)
         with _plain_lock:
             _plain_depth -= 1
-            _serving_depth -= bool(serving)
 
 
 def _fused_here():
@@ -49,7 +51,7 @@ def _fused_here():
 
 
 def _serving_here():
-    return not tf.executing_eagerly() and bool(_serving_depth)
+    return not tf.executing_eagerly() and bool(getattr(_serving, "depth", 0))
 
 
 def _compute_dtype(dtype):
@@ -80,9 +82,10 @@ def fused_elementwise(function, derivative, name, serving=None):
 
     def call(x):
         x = tf.convert_to_tensor(x)
-        if serving and _serving_here():
-            # No casts around it: they would keep grappler from fusing it into the MatMul before,
-            # which evaluates it in float32 for a bfloat16 input anyway.
+        if serving and _serving_here() and x.dtype in (tf.float32, tf.bfloat16):
+            # No casts around it: they would keep grappler from fusing it into the MatMul before
+            # (oneDNN's fused kernel evaluates it in float32 for a bfloat16 input). float16 keeps
+            # the float32 formula: oneDNN fuses no float16 on most CPUs.
             return serving(x)
         if not _fused_here():
             return forward(x)

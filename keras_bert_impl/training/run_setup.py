@@ -141,7 +141,7 @@ class RunSetup:
             return
         if self.options.jit_compile and self.options.do_train:
             # docs/benchmarks/pretraining_throughput.md: ours 30.5 against 64.0 examples/s (BERT-mini),
-            # 2.44 against 6.92 (BERT-base), and the peers slow down alike.
+            # 2.44 against 6.92 (BERT-base); Model Garden's slows down alike.
             self.log_warning(
                 "--jit_compile with --mixed_precision=mixed_bfloat16 on a CPU: XLA compiles bfloat16 "
                 "training here 1.5-2.8x slower than TensorFlow's own kernels run it; drop --jit_compile"
