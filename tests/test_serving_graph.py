@@ -21,14 +21,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _cpu_flags():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as reader:
-            return {flag for line in reader if line.startswith("flags") for flag in line.split(":", 1)[1].split()}
-    except OSError:
-        return set()
-
-
 def _executed_ops(saved_model_dir, length):
     """{op type: count} of the ops one `serve_ids` call runs, after grappler (TF1 session trace)."""
     import tensorflow_text  # noqa: F401 -- the tokenizer ops the SavedModel holds
@@ -58,10 +50,11 @@ def _executed_ops(saved_model_dir, length):
 def test_every_dense_map_runs_as_one_fused_onednn_matmul(model_dir, tmp_path, precision, hidden_act):  # noqa: F811
     import shutil
 
+    from keras_bert_common import cpu
     from keras_bert_impl.models.bert_config import BertConfig
     from keras_bert_impl.serving.export import ExportOptions, build_and_export
 
-    if precision == "bfloat16" and "avx512f" not in _cpu_flags():
+    if precision == "bfloat16" and "avx512f" not in (cpu.cpu_flags() or set()):
         pytest.skip("grappler fuses bfloat16 matmuls only where oneDNN runs bfloat16 (AVX512F and up)")
     # The fixture's weights under either GELU: tanh (Google's "gelu") or erf (MiniLM's "gelu_exact").
     source = tmp_path / "model"
