@@ -5,6 +5,8 @@ its Keras layers; with scikit-learn and matplotlib, which Keras loads when they 
 is 1.4 s of the 3.6 s import on a 2-core Xeon, paid by every data worker at start-up.
 """
 
+import importlib.util
+import os
 import sys
 import types
 
@@ -28,8 +30,24 @@ def import_tensorflow_text_without_keras():
         if sys.modules.get("keras", 0) is None:
             del sys.modules["keras"]
         sys.modules.pop(_TEXT_KERAS, None)
+    _restore_keras_search_path(sys.modules["tensorflow"])
     # The stand-in must not pass for the real layers if anything asks for them later.
     for module in (tensorflow_text, sys.modules.get("tensorflow_text.python")):
         if module is not None and isinstance(getattr(module, "keras", None), types.ModuleType):
             if not getattr(module.keras, "__file__", None):
                 delattr(module, "keras")
+
+
+def _restore_keras_search_path(tensorflow):
+    """TensorFlow puts Keras's API directories first on its `__path__` (so `tensorflow.keras`
+    imports); blocked, they were None. The same directories, found without importing Keras."""
+
+    def directory(package, *parts):
+        spec = importlib.util.find_spec(package)
+        return os.path.join(os.path.dirname(spec.origin), *parts) if spec and spec.origin else None
+
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS") in ("true", "True", "1")
+    # In TensorFlow's order: the API package it prepended last comes first.
+    found = iter([directory("tf_keras" if legacy else "keras", "api", "_v2"), directory("keras", "_tf_keras")])
+    path = [entry if entry is not None else next(found, None) for entry in tensorflow.__path__]
+    tensorflow.__path__ = [entry for entry in path if entry is not None]

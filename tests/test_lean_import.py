@@ -18,22 +18,33 @@ CHECK = textwrap.dedent(
     print("keras loaded", sorted(m for m in ("keras", "sklearn", "matplotlib") if m in sys.modules))
     import keras
     import tensorflow as tf
-    print("keras later", keras.layers.Dense(2)(tf.ones([1, 3])).shape)
+    from tensorflow.keras import layers
+
+    print("keras later", keras.layers.Dense(2)(tf.ones([1, 3])).shape, layers.Dense is keras.layers.Dense)
+    print("path", tf.__path__)
     """
 )
 
 
-def test_pool_worker_imports_no_keras_and_keras_still_imports_later(tmp_path):
+def _python(code, cwd):
     run = subprocess.run(
-        [sys.executable, "-c", CHECK],
-        cwd=tmp_path,
+        [sys.executable, "-c", code],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
         env={"PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"},
     )
     assert run.returncode == 0, run.stderr
+    return run
+
+
+def test_pool_worker_imports_no_keras_and_keras_still_imports_later(tmp_path):
+    run = _python(CHECK, tmp_path)
     # Google's tokenizer: lower-cased "hellos" is "hello" + "##s"; "x" is not in the vocabulary.
     assert "ids [5, 6, 5, 1] [0, 3, 4]" in run.stdout
     assert "keras loaded []" in run.stdout
-    assert "keras later (1, 2)" in run.stdout
+    assert "keras later (1, 2) True" in run.stdout
+    # tensorflow.keras resolves through the same search path as after a plain import.
+    plain = _python("import tensorflow as tf; print('path', tf.__path__)", tmp_path)
+    assert [line for line in run.stdout.splitlines() if line.startswith("path")] == plain.stdout.splitlines()
