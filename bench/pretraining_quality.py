@@ -21,6 +21,9 @@ tf_keras.utils.set_random_seed), so a few seeds show the spread of a curve betwe
   plateau within the hour;
 - `ours_tiny_mlm`: BERT-tiny on RoBERTa's FULL-SENTENCES records of the same text (one segment, no
   NSP), the paper's "No NSP" ablation (Table 5) in miniature: same steps, batch and schedule;
+- `ours_tiny_mask25`, `ours_tiny_onecycle`: ours_tiny_static with one of Cramming's cheap levers
+  (arXiv 2212.14034): 25% masking (records and held-out set at 25%, 32 predictions), or a one-cycle
+  learning rate (linear up to its peak at half the steps, then linear down);
 - `phase2`: ours_static's weights, 10% more steps at seq 512 with 80 predictions (fresh optimizer);
 - fine-tuning (run_classifier's library) on --tasks (STS-B, CoLA, MRPC, SST-2), three seeds each,
   from random weights (point 0, once per model size) and from 1/4, 1/2 and all of the steps of every
@@ -73,15 +76,25 @@ MODEL_OF = {
     "model_garden_tiny": "tiny",
     # The paper's "No NSP" (Table 5) in miniature: RoBERTa's FULL-SENTENCES inputs, MLM alone.
     "ours_tiny_mlm": "tiny",
+    # Cramming's cheap levers (arXiv 2212.14034) on ours_tiny_static: 25% masking; a one-cycle
+    # (triangular) learning rate, its peak at half the steps.
+    "ours_tiny_mask25": "tiny",
+    "ours_tiny_onecycle": "tiny",
 }
 PRETRAINING_RUNS = tuple(MODEL_OF)
 # The runs fine-tuning can start from, and their model.
-FINETUNE_SOURCES = {name: MODEL_OF[name] for name in ("ours_static", "ours_tiny_static", "ours_tiny_mlm")}
+FINETUNE_SOURCES = {
+    name: MODEL_OF[name]
+    for name in ("ours_static", "ours_tiny_static", "ours_tiny_mlm", "ours_tiny_mask25", "ours_tiny_onecycle")
+}
 # The records each of our runs trains and evaluates on (segment pairs with NSP labels, or full sentences).
 RECORDS_OF = {
     "ours_dynamic": ("train_dynamic_128", "heldout_128"),
     "ours_tiny_mlm": ("train_fullsent_128", "heldout_fullsent_128"),
+    "ours_tiny_mask25": ("train_static_128_mask25", "heldout_128_mask25"),
 }
+# 25% of 128 tokens needs 32 prediction slots (20 would cap the masking at 15.6%).
+MASK25_PREDICTIONS = 32
 # Fine-tuning seeds at every pretraining point (0 = random weights), for the spread.
 FINETUNE_SEEDS = (1, 2, 3)
 # STS-B and CoLA are where random initialisation suffers most (Cramming, arXiv 2212.14034: 17.8
@@ -182,6 +195,18 @@ def make_data(work, args):
             128,
             20,
             ["--dupe_factor=1", "--random_seed=7", "--nonext_sentence_prediction"],
+        ),
+        "train_static_128_mask25": (
+            train,
+            128,
+            MASK25_PREDICTIONS,
+            [f"--dupe_factor={args.dupe_factor}", "--masked_lm_prob=0.25"],
+        ),
+        "heldout_128_mask25": (
+            heldout,
+            128,
+            MASK25_PREDICTIONS,
+            ["--dupe_factor=1", "--random_seed=7", "--masked_lm_prob=0.25"],
         ),
         "train_static_512": (train, 512, 80, ["--dupe_factor=1"]),
         "heldout_512": (heldout, 512, 80, ["--dupe_factor=1", "--random_seed=7"]),
@@ -329,6 +354,10 @@ def run_ours(work, args, name):
         train, heldout = RECORDS_OF[name]
         overrides["input_file"] = os.path.join(work, "records", f"{train}.tfrecord")
         overrides["eval_input_file"] = os.path.join(work, "records", f"{heldout}.tfrecord")
+    if name == "ours_tiny_mask25":
+        overrides["max_predictions_per_seq"] = MASK25_PREDICTIONS
+    if name == "ours_tiny_onecycle":
+        overrides["num_warmup_steps"] = args.steps // 2
     return curve_of(run_pretraining(pretraining_options(work, args, name, **overrides), log=log))
 
 
@@ -611,6 +640,8 @@ LABELS = {
     "ours_tiny_static": "ours, BERT-tiny (L2/H128), MLM + NSP",
     "model_garden_tiny": "tf-models-official, BERT-tiny",
     "ours_tiny_mlm": "ours, BERT-tiny, MLM only (full sentences)",
+    "ours_tiny_mask25": "ours, BERT-tiny, MLM + NSP, 25% masking",
+    "ours_tiny_onecycle": "ours, BERT-tiny, MLM + NSP, one-cycle lr",
     "mini": "random weights (BERT-mini)",
     "tiny": "random weights (BERT-tiny)",
 }
@@ -641,6 +672,8 @@ def plot(results, data, args):
         "ours_tiny_static": "-.",
         "model_garden_tiny": (0, (1, 3)),
         "ours_tiny_mlm": (0, (5, 2, 1, 2, 1, 2)),
+        "ours_tiny_mask25": (0, (3, 1)),
+        "ours_tiny_onecycle": (0, (1, 1)),
     }
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     panels = (
@@ -802,6 +835,8 @@ def main():
         "ours_tiny_static",
         "model_garden_tiny",
         "ours_tiny_mlm",
+        "ours_tiny_mask25",
+        "ours_tiny_onecycle",
         "ours_dynamic",
         "phase2",
     )
