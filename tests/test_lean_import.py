@@ -4,7 +4,10 @@ import subprocess
 import sys
 import textwrap
 
+# What the subprocess imports, imported here too so that Bazel's runfiles hold it.
+from keras_bert_common import lean_import  # noqa: F401
 from tests.conftest import REPO_ROOT
+from tfrecord_tools import pretraining_data  # noqa: F401
 
 CHECK = textwrap.dedent(
     """
