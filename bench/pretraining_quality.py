@@ -95,6 +95,11 @@ RECORDS_OF = {
 }
 # 25% of 128 tokens needs 32 prediction slots (20 would cap the masking at 15.6%).
 MASK25_PREDICTIONS = 32
+# Each lever run's run_pretraining options that differ from ours_tiny_static's.
+OPTIONS_OF = {
+    "ours_tiny_mask25": lambda args: {"max_predictions_per_seq": MASK25_PREDICTIONS},
+    "ours_tiny_onecycle": lambda args: {"num_warmup_steps": args.steps // 2},
+}
 # Fine-tuning seeds at every pretraining point (0 = random weights), for the spread.
 FINETUNE_SEEDS = (1, 2, 3)
 # STS-B and CoLA are where random initialisation suffers most (Cramming, arXiv 2212.14034: 17.8
@@ -354,10 +359,8 @@ def run_ours(work, args, name):
         train, heldout = RECORDS_OF[name]
         overrides["input_file"] = os.path.join(work, "records", f"{train}.tfrecord")
         overrides["eval_input_file"] = os.path.join(work, "records", f"{heldout}.tfrecord")
-    if name == "ours_tiny_mask25":
-        overrides["max_predictions_per_seq"] = MASK25_PREDICTIONS
-    if name == "ours_tiny_onecycle":
-        overrides["num_warmup_steps"] = args.steps // 2
+    if name in OPTIONS_OF:
+        overrides.update(OPTIONS_OF[name](args))
     return curve_of(run_pretraining(pretraining_options(work, args, name, **overrides), log=log))
 
 

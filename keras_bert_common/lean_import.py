@@ -21,8 +21,9 @@ def import_tensorflow_text_without_keras():
         return
     # A None entry makes `import keras` raise ImportError, which TensorFlow's eager import catches;
     # the empty module stands in for tensorflow-text's layers, which would need tf.keras.
+    stand_in = types.ModuleType(_TEXT_KERAS)
     sys.modules["keras"] = None
-    sys.modules[_TEXT_KERAS] = types.ModuleType(_TEXT_KERAS)
+    sys.modules[_TEXT_KERAS] = stand_in
     try:
         import tensorflow  # noqa: F401
         import tensorflow_text
@@ -33,9 +34,8 @@ def import_tensorflow_text_without_keras():
     _restore_keras_search_path(sys.modules["tensorflow"])
     # The stand-in must not pass for the real layers if anything asks for them later.
     for module in (tensorflow_text, sys.modules.get("tensorflow_text.python")):
-        if module is not None and isinstance(getattr(module, "keras", None), types.ModuleType):
-            if not getattr(module.keras, "__file__", None):
-                delattr(module, "keras")
+        if getattr(module, "keras", None) is stand_in:
+            delattr(module, "keras")
 
 
 def _restore_keras_search_path(tensorflow):
