@@ -193,3 +193,54 @@ def test_plain_formulas_trace_no_xla_kernels():
     with plain_formulas():
         assert _compiled_calls(model, *specs) == 0
     assert _compiled_calls(model, *specs) == 3
+
+
+def _logits_matmul_dtypes(head, inputs):
+    """The dtypes of the [*, vocab] matmuls in `head` traced on `inputs`, and its output dtype."""
+    graph = tf.function(lambda *x: head(*x)).get_concrete_function(*inputs).graph
+    vocab = head.vocab_size
+    dtypes = [
+        op.get_attr("T").name
+        for op in graph.get_operations()
+        if op.type in ("MatMul", "BatchMatMulV2") and op.outputs[0].shape[-1] == vocab
+    ]
+    return dtypes, graph.outputs[0].dtype.name
+
+
+def test_masked_lm_logits_run_in_float32_under_xla_on_cpu_only():
+    """Under mixed_bfloat16 the head's [*, V] matmul is bfloat16 in a plain `tf.function` (oneDNN's
+    fast kernel) and in an export, but float32 in a `--jit_compile` pass on a CPU (XLA's CPU
+    bfloat16 dot is the slower one); the logits are bfloat16 either way, and both agree with numpy."""
+    from keras_bert_impl.layers.fused import plain_formulas
+    from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
+
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        head = MaskedLMHead(99, 32, hidden_act="relu", name="head")
+        sequence = tf.constant(RNG.normal(size=(3, 7, 32)), tf.float32)
+        positions = tf.constant([[0, 6], [3, 3], [1, 5]], tf.int32)
+        table = tf.constant(RNG.normal(scale=0.5, size=(99, 32)), tf.float32)
+        inputs = (tf.cast(sequence, tf.bfloat16), positions, table)
+        head(*inputs)
+        head.output_bias.assign(RNG.normal(size=99))
+        assert _logits_matmul_dtypes(head, inputs) == (["bfloat16"], "bfloat16")
+        with plain_formulas():
+            assert _logits_matmul_dtypes(head, inputs) == (["float32"], "bfloat16")
+            xla_logits = tf.function(head, jit_compile=True)(*inputs)
+        with plain_formulas(serving=True):
+            assert _logits_matmul_dtypes(head, inputs) == (["bfloat16"], "bfloat16")
+        plain_logits = tf.function(head)(*inputs)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+    # numpy, float64, from the bfloat16-rounded input: LN(relu(x W + b)) E^T + bias.
+    x = tf.cast(inputs[0], tf.float64).numpy()
+    rows = np.stack([x[b, p] for b in range(3) for p in positions.numpy()[b]])
+    kernel, bias = (w.numpy().astype(np.float64) for w in head.transform.weights)
+    h = np.maximum(rows @ kernel + bias, 0)
+    h = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-12)
+    expected = (h @ table.numpy().T + head.output_bias.numpy()).reshape(3, 2, 99)
+    # bfloat16 keeps 8 bits of mantissa: inputs, hidden states and logits each round by <= 2^-8.
+    scale = np.abs(expected).max()
+    for logits in (xla_logits, plain_logits):
+        np.testing.assert_allclose(tf.cast(logits, tf.float64).numpy(), expected, atol=0.05 * scale)

@@ -58,6 +58,21 @@ def _compute_dtype(dtype):
     return tf.float64 if dtype == tf.float64 else tf.float32
 
 
+def _on_cpu():
+    return not (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+
+
+def xla_matmul_dtype(dtype):
+    """The dtype to run a large matmul of `dtype` inputs in: float32 for bfloat16 traced within
+    `plain_formulas()` (an XLA-compiled training pass) on a CPU, `dtype` everywhere else. XLA's CPU
+    backend has no fast bfloat16 dot (oneDNN's AMX kernels serve TensorFlow's own MatMul, not
+    XLA's), so there a bfloat16 matmul costs more than a float32 one: BERT-tiny's masked-LM logits
+    in float32 made its `--jit_compile` bfloat16 step 5-10% faster (docs/benchmarks/pretraining_throughput.md)."""
+    if dtype == tf.bfloat16 and _plain_depth and not tf.executing_eagerly() and not _serving_here() and _on_cpu():
+        return tf.float32
+    return dtype
+
+
 def _kernel(function):
     return tf.function(function, jit_compile=True, autograph=False, reduce_retracing=True)
 

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers import fused
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.layer_normalization import LayerNormalization
 
@@ -43,8 +44,11 @@ class MaskedLMHead(keras.layers.Layer):
         rows = ops.reshape(positions + ops.arange(batch)[:, None] * length, (-1,))  # [B*P]
         gathered = ops.take(ops.reshape(sequence_output, (-1, self.hidden_size)), rows, axis=0)  # [B*P, H]
         hidden = self.layer_norm(self.transform(gathered))
-        table = ops.cast(embedding_table, hidden.dtype)
-        logits = ops.matmul(hidden, ops.transpose(table)) + ops.cast(self.output_bias, hidden.dtype)  # [B*P, V]
+        # The model's largest matmul at small sizes: float32 under XLA on a CPU (see fused).
+        compute = fused.xla_matmul_dtype(hidden.dtype)
+        table = ops.cast(embedding_table, compute)
+        logits = ops.matmul(ops.cast(hidden, compute), ops.transpose(table)) + ops.cast(self.output_bias, compute)
+        logits = ops.cast(logits, hidden.dtype)  # [B*P, V]
         return ops.reshape(logits, (batch, ops.shape(positions)[1], self.vocab_size))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape, embedding_table_shape=None):
