@@ -140,11 +140,12 @@ class RunSetup:
         ):
             return
         if self.options.jit_compile and self.options.do_train:
-            # docs/benchmarks/pretraining_throughput.md: ours 30.5 against 64.0 examples/s (BERT-mini),
-            # 2.44 against 6.92 (BERT-base); Model Garden's slows down alike.
+            # docs/benchmarks/pretraining_throughput.md (2026-12-07): ours 83.5 against 108.0 examples/s
+            # (BERT-tiny), 30.0 against 56.0 (BERT-mini), 2.21 against 4.87 (BERT-base); the peers
+            # slow down alike.
             self.log_warning(
                 "--jit_compile with --mixed_precision=mixed_bfloat16 on a CPU: XLA compiles bfloat16 "
-                "training here 1.5-2.8x slower than TensorFlow's own kernels run it; drop --jit_compile"
+                "training here 1.3-2.2x slower than TensorFlow's own kernels run it; drop --jit_compile"
             )
         if cpu.cpu_has_bfloat16_instructions() is False:
             # On an AMD EPYC without them, ours' BERT-mini step was 1.15x slower than in float32 and
