@@ -11,6 +11,8 @@
   (`keras_bert_common.stop`), so every `finally` removes its temporary files and no output is
   completed after the signal; the tool prints one line (training says at which step it stopped
   and how to resume) and exits 130 (SIGINT) or 143 (SIGTERM). A second signal stops at once.
+- The exit skips the interpreter's teardown of TensorFlow and Keras (0.6-1.1 s a run); threads are
+  joined and atexit handlers run first, as in Python's own exit.
 """
 
 import atexit
@@ -299,7 +301,34 @@ def run(main, name):
             sys.exit(2)
 
     try:
-        app.run(wrapped, flags_parser=_flags_parser(name))
-    except KeyboardInterrupt:  # a signal while absl was still starting or ending
-        print(f"{name}: stopped", file=sys.stderr)
-        sys.exit(130)
+        try:
+            app.run(wrapped, flags_parser=_flags_parser(name))
+        except KeyboardInterrupt:  # a signal while absl was still starting or ending
+            print(f"{name}: stopped", file=sys.stderr)
+            sys.exit(130)
+    except SystemExit as exit_request:
+        _exit_without_teardown(exit_request)
+
+
+def _exit_without_teardown(exit_request):
+    """Ends the process as Python's exit would, without the interpreter's teardown: non-daemon
+    threads are joined and atexit handlers run (logging flushes, multiprocessing reaps its
+    workers, the stderr filter ends), then `os._exit`. Freeing TensorFlow's and Keras' modules
+    object by object took 0.6 s (TensorFlow alone) to 1.1 s (with Keras) at the end of every run.
+    Every output is closed and renamed by then. In an interactive session the exit is Python's own."""
+    if hasattr(sys, "ps1") or sys.flags.interactive or "IPython" in sys.modules:
+        raise exit_request
+    code = exit_request.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be written to it
+            pass
+    os._exit(code or 0)

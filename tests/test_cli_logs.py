@@ -137,6 +137,34 @@ def test_input_errors_are_one_line_and_bugs_say_so():
     assert "a bug, not your input" in bug.stderr
 
 
+def test_the_exit_keeps_threads_atexit_output_and_code_but_skips_teardown(tmp_path):
+    """A tool's exit joins its threads, runs the atexit handlers, flushes buffered output and keeps
+    the exit code, as Python's own; the interpreter's teardown (which frees TensorFlow's and Keras'
+    modules one object at a time) is skipped: a module-level object's `__del__` never runs."""
+    marks = {name: str(tmp_path / name) for name in ("thread", "atexit", "teardown")}
+    code = (
+        "import atexit, sys, threading, time\n"
+        "from keras_bert_cli import app\n\n"
+        "class Finalized:\n"
+        # `open` bound early: late in a teardown the builtins are gone.
+        f"    def __del__(self, _open=open):\n        _open({marks['teardown']!r}, 'w').close()\n\n"
+        "KEPT = Finalized()\n\n"
+        f"def late():\n    time.sleep(0.3)\n    open({marks['thread']!r}, 'w').close()\n\n"
+        "def main(_):\n"
+        f"    atexit.register(lambda: open({marks['atexit']!r}, 'w').close())\n"
+        "    threading.Thread(target=late).start()\n"
+        "    sys.stdout.write('buffered, no newline')\n"
+        "    sys.exit(3)\n\n"
+        "app.run(main, 'demo_tool')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "buffered, no newline"
+    assert os.path.exists(marks["thread"]) and os.path.exists(marks["atexit"])
+    assert not os.path.exists(marks["teardown"])
+
+
 def test_mixed_bfloat16_on_a_cpu_without_bfloat16_instructions_warns(tmp_path, monkeypatch):
     import keras
 
