@@ -1,7 +1,10 @@
 """Shared fixtures: tiny odd-sized BERT configs (so mixed-up dimensions cannot pass) and inputs."""
 
+import atexit
 import importlib
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -75,10 +78,24 @@ def split_cpu(devices=2):
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * devices)
 
 
+def _subprocess_tmpdir():
+    """One TMPDIR for this test process's tools, removed when it exits: a tool the tests kill -9
+    cannot remove the files autograph writes for each converted function (about 25 a run)."""
+    global _SUBPROCESS_TMPDIR
+    if _SUBPROCESS_TMPDIR is None:
+        _SUBPROCESS_TMPDIR = tempfile.mkdtemp(prefix="keras-bert-tests-")
+        atexit.register(shutil.rmtree, _SUBPROCESS_TMPDIR, ignore_errors=True)
+    return _SUBPROCESS_TMPDIR
+
+
+_SUBPROCESS_TMPDIR = None
+
+
 def subprocess_env(**extra):
     """The environment of a tool run in a subprocess: this repository importable, no TF_CONFIG
-    inherited, the tool's own log defaults (unless `extra` sets them)."""
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    inherited, the tool's own log defaults (unless `extra` sets them), temporary files in a
+    directory the test session removes."""
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TMPDIR=_subprocess_tmpdir())
     env.pop("TF_CONFIG", None)
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)
     env.update(extra)
