@@ -1,10 +1,12 @@
-"""Data workers import TensorFlow and tensorflow-text without Keras, and still make the same records."""
+"""Data workers import TensorFlow and tensorflow-text without Keras, and still make the same records;
+the tools import Keras without the optional packages it loads for features they do not use."""
 
 import subprocess
 import sys
 import textwrap
 
 # What the subprocess imports, imported here too so that Bazel's runfiles hold it.
+from keras_bert_cli import app  # noqa: F401
 from keras_bert_common import lean_import  # noqa: F401
 from tests.conftest import REPO_ROOT
 from tfrecord_tools import pretraining_data  # noqa: F401
@@ -51,3 +53,41 @@ def test_pool_worker_imports_no_keras_and_keras_still_imports_later(tmp_path):
     # tensorflow.keras resolves through the same search path as after a plain import.
     plain = _python("import tensorflow as tf; print('path', tf.__path__)", tmp_path)
     assert [line for line in run.stdout.splitlines() if line.startswith("path")] == plain.stdout.splitlines()
+
+
+EXTRAS_CHECK = textwrap.dedent(
+    """
+    import sys
+    from keras_bert_cli import app
+
+    def main(_):
+        import keras
+        import tensorflow as tf
+
+        print("loaded", sorted(m for m in ("sklearn", "pandas", "matplotlib") if m in sys.modules))
+        print("dense", keras.layers.Dense(2)(tf.ones([1, 3])).shape)
+        print("loader", type(keras.__spec__.loader).__name__, type(keras.__loader__).__name__)
+        import sklearn.base, pandas, matplotlib
+        print("later", all(m in sys.modules for m in ("sklearn", "pandas", "matplotlib")))
+
+    app.run(main, "demo_tool")
+    """
+)
+
+
+def test_a_tool_imports_keras_without_its_extras_and_they_import_later(tmp_path):
+    import importlib.util
+
+    installed = [name for name in ("sklearn", "pandas", "matplotlib") if importlib.util.find_spec(name)]
+    if len(installed) < 3:
+        import pytest
+
+        pytest.skip(f"needs scikit-learn, pandas and matplotlib installed (found {installed})")
+    run = _python(EXTRAS_CHECK, tmp_path)
+    assert "loaded []" in run.stdout
+    assert "dense (1, 2)" in run.stdout
+    assert "loader SourceFileLoader SourceFileLoader" in run.stdout
+    assert "later True" in run.stdout
+    # A library user's `import keras` (no tool around it) is Keras's own, extras and all.
+    plain = _python("import sys, keras; print(all(m in sys.modules for m in ('sklearn', 'pandas')))", tmp_path)
+    assert plain.stdout.strip() == "True"

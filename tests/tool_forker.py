@@ -16,6 +16,10 @@ import traceback
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the parent's imports stay quiet
 
+from keras_bert_common.lean_import import keras_without_extras  # noqa: E402
+
+keras_without_extras()  # as a tool's own process imports Keras (keras_bert_cli.app)
+
 import keras  # noqa: E402,F401
 import tensorflow  # noqa: E402,F401
 import tensorflow_text  # noqa: E402,F401
