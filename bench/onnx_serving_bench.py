@@ -14,12 +14,14 @@ MRPC dev pairs (../shared/data; else the demo sentences) packed by our SavedMode
 - batch 32, padded: the 32 pairs at 128 tokens;
 - batch 32, bucketed: the 32 pairs cut to their bucket (the longest, rounded up as our
   length buckets do).
+Our TFLite files run in LiteRT's interpreter (ai_edge_litert) where installed, as `TFLiteModel` does.
 Every runtime uses all cores (TF's intra-op pool, ORT's intra_op_num_threads, TFLite's
 num_threads) under the same CPU affinity. The float models' logits must agree within 1e-3.
 """
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -118,12 +120,13 @@ def our_runners(saved_models, tflite_files, threads):
     for precision, saved_model in saved_models.items():
         serve_ids = saved_model.signatures["serve_ids"]
         runners[f"ours SavedModel {precision}"] = lambda feed, serve_ids=serve_ids: serve_ids(**feed)["logits"].numpy()
-    for quantization, path in tflite_files.items():
-        interpreter = tf.lite.Interpreter(model_path=path, num_threads=threads)
-        runner = interpreter.get_signature_runner("serve_ids")
+    from keras_bert_impl.serving.tflite import TFLiteModel
 
-        def run(feed, interpreter=interpreter, runner=runner):
-            return runner(**feed)["logits"]
+    for quantization, path in tflite_files.items():
+        model = TFLiteModel(path, num_threads=threads)  # LiteRT's interpreter where installed
+
+        def run(feed, model=model):
+            return model(**feed)["logits"]
 
         label = "int8 (dynamic range)" if quantization == "dynamic_range" else "float32"
         runners[f"ours TFLite {label}"] = run
@@ -152,9 +155,13 @@ def main():
     vocab = vocab_file()
     texts, source = sentences()
     pairs = list(zip(texts[0::2], texts[1::2]))[:32]
+    from keras_bert_impl.serving.tflite import interpreter_class
+
+    lite = interpreter_class()[1]
+    lite_version = importlib.metadata.version("ai-edge-litert") if lite != "tf.lite" else ""
     print(
         f"{datetime.date.today()}; {cpu_model()}; {threads} threads for every runtime; TF {tf.__version__}; "
-        f"32 {source} pairs"
+        f"TFLite files in {lite} {lite_version}; 32 {source} pairs"
     )
     with tempfile.TemporaryDirectory() as work:
         for name in args.models.split(","):

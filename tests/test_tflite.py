@@ -81,6 +81,27 @@ def test_dynamic_range_is_smaller_and_close(saved_models, tmp_path):
     np.testing.assert_allclose(quantized, reference, atol=0.02)  # ... by int8 rounding only
 
 
+def test_litert_runs_the_models_where_installed_and_tf_lite_otherwise(saved_models, tmp_path, monkeypatch):
+    """LiteRT's interpreter, when installed, serves the files as TensorFlow's own does: float32 to
+    1e-5, int8 to 1e-3 (each quantizes the activations itself, at run time)."""
+    pytest.importorskip("ai_edge_litert")
+    _, exported = saved_models
+    convert_to_tflite(exported["classifier"], tmp_path / "f.tflite")
+    convert_to_tflite(exported["classifier"], tmp_path / "q.tflite", "dynamic_range")
+    litert = {name: TFLiteModel(tmp_path / f"{name}.tflite") for name in "fq"}
+    for module in ("ai_edge_litert", "ai_edge_litert.interpreter"):  # as where it is not installed
+        monkeypatch.setitem(sys.modules, module, None)
+    plain = {name: TFLiteModel(tmp_path / f"{name}.tflite") for name in "fq"}
+    assert {model.runtime for model in litert.values()} == {"ai_edge_litert"}
+    assert {model.runtime for model in plain.values()} == {"tf.lite"}
+    for batch, length, seed in ((1, 5, 5), (4, 9, 6)):
+        inputs = _ids(batch, length, seed)
+        for name, tolerance in (("f", 1e-5), ("q", 1e-3)):
+            np.testing.assert_allclose(
+                litert[name](**inputs)["logits"], plain[name](**inputs)["logits"], atol=tolerance, rtol=0
+            )
+
+
 def test_export_command_writes_the_tflite_file_and_checks_it_first(model_dir, tmp_path):  # noqa: F811
     command = [
         sys.executable,
