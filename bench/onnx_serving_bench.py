@@ -21,7 +21,6 @@ num_threads) under the same CPU affinity. The float models' logits must agree wi
 
 import argparse
 import datetime
-import importlib.metadata
 import json
 import os
 import platform
@@ -158,7 +157,7 @@ def main():
     from keras_bert_impl.serving.tflite import interpreter_class
 
     lite = interpreter_class()[1]
-    lite_version = importlib.metadata.version("ai-edge-litert") if lite != "tf.lite" else ""
+    lite_version = getattr(sys.modules.get("ai_edge_litert"), "__version__", "") if lite != "tf.lite" else ""
     print(
         f"{datetime.date.today()}; {cpu_model()}; {threads} threads for every runtime; TF {tf.__version__}; "
         f"TFLite files in {lite} {lite_version}; 32 {source} pairs"

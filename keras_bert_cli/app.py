@@ -12,7 +12,7 @@
   completed after the signal; the tool prints one line (training says at which step it stopped
   and how to resume) and exits 130 (SIGINT) or 143 (SIGTERM). A second signal stops at once.
 - Keras imports without scikit-learn, pandas and matplotlib (1.1-1.3 s of a 4 s start-up when
-  they are installed; no tool uses what Keras loads them for).
+  they are installed; no tool uses what Keras loads them for), except in an interactive session.
 - The exit skips the interpreter's teardown of TensorFlow and Keras (0.6-1.1 s a run); threads are
   joined and atexit handlers run first, as in Python's own exit.
 """
@@ -273,7 +273,8 @@ def run(main, name):
     _show_tool_flags_in_help(main.__module__)
 
     def wrapped(argv):
-        keras_without_extras()
+        if not _interactive():
+            keras_without_extras()
         quiet_tensorflow()
         handler = logging.get_absl_handler()
         handler.setFormatter(_Formatter())
@@ -315,13 +316,19 @@ def run(main, name):
         _exit_without_teardown(exit_request)
 
 
+def _interactive():
+    """A session the user goes on working in after the tool (python -i, a REPL, IPython/Jupyter's
+    %run): it keeps Python's own exit and Keras's own import."""
+    return hasattr(sys, "ps1") or sys.flags.interactive or getattr(builtins, "__IPYTHON__", False)
+
+
 def _exit_without_teardown(exit_request):
     """Ends the process as Python's exit would, without the interpreter's teardown: non-daemon
     threads are joined and atexit handlers run (logging flushes, multiprocessing reaps its
     workers, the stderr filter ends), then `os._exit`. Freeing TensorFlow's and Keras' modules
     object by object took 0.6 s (TensorFlow alone) to 1.1 s (with Keras) at the end of every run.
     Every output is closed and renamed by then. In an interactive session the exit is Python's own."""
-    if hasattr(sys, "ps1") or sys.flags.interactive or getattr(builtins, "__IPYTHON__", False):
+    if _interactive():
         raise exit_request
     code = exit_request.code
     if code is not None and not isinstance(code, int):

@@ -63,7 +63,8 @@ def _restore_keras_search_path(tensorflow):
 def keras_without_extras():
     """From now on in this process, Keras imports with KERAS_EXTRAS kept out (its own `try: import`
     leaves those features off); the packages themselves stay importable. A no-op once Keras is
-    imported. For a tool's process, not a library user's, whose code may want those features."""
+    imported. For a tool's process, not a library user's, whose code may want those features; and
+    while Keras imports, another thread's import of those packages fails (no tool has one then)."""
     if "keras" not in sys.modules and not any(isinstance(finder, _KerasWithoutExtras) for finder in sys.meta_path):
         sys.meta_path.insert(0, _KerasWithoutExtras())
 

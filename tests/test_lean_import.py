@@ -91,3 +91,6 @@ def test_a_tool_imports_keras_without_its_extras_and_they_import_later(tmp_path)
     # A library user's `import keras` (no tool around it) is Keras's own, extras and all.
     plain = _python("import sys, keras; print(all(m in sys.modules for m in ('sklearn', 'pandas')))", tmp_path)
     assert plain.stdout.strip() == "True"
+    # A tool run inside an IPython/Jupyter session (%run) leaves that session's Keras whole.
+    interactive = _python("import builtins\nbuiltins.__IPYTHON__ = True\n" + EXTRAS_CHECK, tmp_path)
+    assert "loaded ['matplotlib', 'pandas', 'sklearn']" in interactive.stdout
