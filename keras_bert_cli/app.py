@@ -42,9 +42,13 @@ EXPECTED_ERRORS = (UsageError, OSError, UnicodeDecodeError)
 
 
 # What TensorFlow's C++ side prints that no user needs: XLA's and absl's INFO/WARNING lines (which
-# TF_CPP_MIN_LOG_LEVEL does not reach), CPU feature and CUDA probes.
+# TF_CPP_MIN_LOG_LEVEL does not reach), CPU feature and CUDA probes; and what Apache Beam's SDK
+# worker processes log before and beside their work (Python's default format: optional cloud
+# clients missing, their own harness set-up), which a failing pipeline reports in the tool anyway.
 NATIVE_NOISE = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog"
+    r"|(INFO|WARNING):(root|__main__|apache_beam[\w.]*):"
+    r"|Failed to import GCSFileSystem"
     r"|[IW]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+:\d+\] "
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IW] "
     r"|To enable the following instructions"
@@ -111,7 +115,9 @@ def quiet_tensorflow():
 
 
 class _LibraryNoiseFilter(std_logging.Filter):
-    """Drops INFO lines that TensorFlow and Keras log through absl (e.g. checkpoint sharding)."""
+    """Drops INFO lines that TensorFlow and Keras log through absl (e.g. checkpoint sharding), and
+    Apache Beam's WARNINGs too (optional cloud clients missing, its workers' relayed set-up
+    notices); a real failure of a pipeline surfaces as an exception, reported as one line."""
 
     _NOISY = (
         f"{os.sep}tensorflow{os.sep}",
@@ -122,6 +128,8 @@ class _LibraryNoiseFilter(std_logging.Filter):
     )
 
     def filter(self, record):
+        if f"{os.sep}apache_beam{os.sep}" in record.pathname:
+            return record.levelno >= std_logging.ERROR
         return record.levelno >= std_logging.WARNING or not any(part in record.pathname for part in self._NOISY)
 
 

@@ -6,6 +6,8 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords; Google's flags and 
 --nonext_sentence_prediction writes masked-LM-only records (RoBERTa's FULL-SENTENCES inputs).
 """
 
+import tempfile
+
 from absl import flags, logging
 
 from keras_bert_cli import app
@@ -118,15 +120,21 @@ def _beam(options, outputs):
         raise UsageError(f"--beam_pipeline_options needs Apache Beam ({error}); pip install .[beam]") from None
     if len(outputs) != 1:
         raise UsageError("--beam_pipeline_options: --output_file is one prefix (shards OUTPUT-00000-of-000NN)")
-    summary, shards = run_beam_pipeline(
-        FLAGS.input_file,
-        outputs[0],
-        options,
-        FLAGS.beam_pipeline_options,
-        FLAGS.num_output_shards or DEFAULT_BEAM_SHARDS,
-        log=app.Log(),
-    )
-    return summary, shards
+    # Beam's portable runners leave empty directories in TMPDIR (three a run on DirectRunner's
+    # multi_processing mode): they get one of ours, removed with them after the pipeline.
+    with tempfile.TemporaryDirectory(prefix="create_pretraining_data-beam-") as scratch:
+        previous, tempfile.tempdir = tempfile.tempdir, scratch
+        try:
+            return run_beam_pipeline(
+                FLAGS.input_file,
+                outputs[0],
+                options,
+                FLAGS.beam_pipeline_options,
+                FLAGS.num_output_shards or DEFAULT_BEAM_SHARDS,
+                log=app.Log(),
+            )
+        finally:
+            tempfile.tempdir = previous
 
 
 def main(_):

@@ -10,6 +10,7 @@ exception's traceback on stderr); the tools' absl flags are defined only in the 
 import json
 import os
 import runpy
+import shutil
 import sys
 import tempfile
 import traceback
@@ -75,6 +76,13 @@ def main():
     jobs = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 3
     cases = json.load(sys.stdin)
     scratch = tempfile.mkdtemp(prefix="tool_forker_")
+    try:
+        _run_all(cases, jobs, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)  # the parent's: a forked child never returns here
+
+
+def _run_all(cases, jobs, scratch):
     running, results, pending = {}, {}, list(cases)
     while pending or running:
         while pending and len(running) < jobs:
