@@ -10,6 +10,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
 from tests.conftest import REPO_ROOT
 from tests.pretraining_fixtures import make_pretraining_setup
 
@@ -98,3 +99,35 @@ def test_beam_run_refused_before_it_starts_leaves_nothing(tmp_path):
         "has no [MASK] token; BERT pretraining needs it"
     )
     assert os.listdir(out) == []
+
+
+def test_paths_beam_cannot_reach_are_refused_before_any_work(tmp_path, monkeypatch):
+    """A file system Beam does not have (a scheme with no file system, or gs:// without
+    apache-beam[gcp]) and one it has but cannot use are one line each, before the pipeline."""
+    from tfrecord_tools.pretraining_beam import check_file_system
+
+    setup = make_pretraining_setup(str(tmp_path / "data"))
+    out = tmp_path / "out"
+    out.mkdir()
+    common = [f"--vocab_file={setup['vocab.txt']}", "--beam_pipeline_options=runner=DirectRunner"]
+    run = _run("--input_file=nosuchfs://bucket/corpus.txt", f"--output_file={out}/beam", *common)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == (
+        "create_pretraining_data: error: nosuchfs://bucket/corpus.txt: Apache Beam has no file system for "
+        "nosuchfs paths here; install its extra (pip install apache-beam[gcp] for gs://, [aws] for s3://) "
+        "or check --input_file"
+    )
+    assert os.listdir(out) == []
+
+    class Unreachable:
+        def __init__(self, *_):
+            pass
+
+        def exists(self, path):
+            raise ValueError("no credentials")
+
+    from apache_beam.io.filesystems import FileSystems
+
+    monkeypatch.setattr(FileSystems, "get_filesystem", staticmethod(lambda path: Unreachable()))
+    with pytest.raises(UsageError, match=r"^mem://x: Apache Beam cannot reach it \(no credentials\); .*--output_file$"):
+        check_file_system("mem://x", "--output_file")

@@ -35,12 +35,34 @@ def pipeline_options(text):
     return PipelineOptions(flags)
 
 
+def check_file_system(path, flag):
+    """Before any work: Beam has a working file system for `path` (gs:// needs apache-beam[gcp],
+    s3:// apache-beam[aws] and its credentials), asked with one `exists`."""
+    from apache_beam.io.filesystems import FileSystems
+
+    extra = "install its extra (pip install apache-beam[gcp] for gs://, [aws] for s3://)"
+    try:
+        FileSystems.get_filesystem(path)
+    except ValueError:
+        scheme = path.split("://", 1)[0] if "://" in path else "this"
+        raise UsageError(
+            f"{path}: Apache Beam has no file system for {scheme} paths here; {extra} or check {flag}"
+        ) from None
+    try:
+        FileSystems.exists(path)
+    except Exception as error:  # noqa: BLE001 -- each file system fails its own way (BeamIOError, ValueError, ...)
+        causes = getattr(error, "exception_details", None) or {}
+        reason = "; ".join(str(cause) for cause in causes.values()) or str(error)
+        raise UsageError(f"{path}: Apache Beam cannot reach it ({reason}); {extra}, or check {flag}") from None
+
+
 def _match(patterns):
     """(path, size) of every file the comma list of globs matches, through Beam's file systems."""
     from apache_beam.io.filesystems import FileSystems
 
     files = []
     for pattern in filter(None, (part.strip() for part in patterns.split(","))):
+        check_file_system(pattern, "--input_file")
         found = sorted((m.path, m.size_in_bytes) for m in FileSystems.match([pattern])[0].metadata_list)
         found = [(path, size) for path, size in found if not is_temporary(path)]  # an interrupted writer's
         if not found:
@@ -93,6 +115,7 @@ def run_beam_pipeline(
     from apache_beam.io.filesystems import FileSystems
 
     check_vocab(options.vocab_file)
+    check_file_system(output_prefix, "--output_file")
     files = _match(input_patterns)
     sizes = dict(files)
     units = plan_units([path for path, _ in files], options.unit_bytes, size_of=sizes.__getitem__)
