@@ -160,7 +160,9 @@ def main():
     lite_version = getattr(sys.modules.get("ai_edge_litert"), "__version__", "") if lite != "tf.lite" else ""
     print(
         f"{datetime.date.today()}; {cpu_model()}; {threads} threads for every runtime; TF {tf.__version__}; "
-        f"TFLite files in {lite} {lite_version}; 32 {source} pairs"
+        f"TFLite files in {lite} {lite_version}; "
+        f"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS={os.environ.get('TF_ONEDNN_ASSUME_FROZEN_WEIGHTS', 'unset')}; "
+        f"32 {source} pairs"
     )
     with tempfile.TemporaryDirectory() as work:
         for name in args.models.split(","):
