@@ -58,3 +58,46 @@ def test_an_unknown_precision_is_refused_before_any_work(model_dir, tmp_path):  
     with pytest.raises(UsageError, match="--precision=float16: use one of float32, bfloat16"):
         _export(model_dir, tmp_path, "float16", print)
     assert not (tmp_path / "float16").exists()
+
+
+SERVE = """
+import json, sys
+import numpy as np, tensorflow as tf, tensorflow_text
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+texts = json.loads(sys.argv[2])
+out = [serve(text_a=tf.constant(batch))["embedding"].numpy().tolist() for batch in texts]
+print(json.dumps(out))
+"""
+
+
+def test_bfloat16_export_names_the_serving_setting_and_it_keeps_the_outputs(model_dir, tmp_path, monkeypatch):  # noqa: F811
+    """On a CPU with bfloat16 instructions the export names TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 for
+    the serving process; served with it, the SavedModel gives what it gives without it (within
+    bfloat16's precision), call after call at changing shapes."""
+    import json
+    import subprocess
+    import sys
+
+    from keras_bert_common import cpu
+    from keras_bert_impl.serving.export import SERVE_BFLOAT16_ENV
+    from tests.conftest import subprocess_env
+
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nflags\t\t: avx512f avx512_bf16 amx_bf16 amx_tile\n")
+    monkeypatch.setattr(cpu, "CPUINFO", str(tmp_path / "cpuinfo"))
+    lines = []
+    exported = _export(model_dir, tmp_path, "bfloat16", lines.append)
+    assert any(SERVE_BFLOAT16_ENV in line for line in lines)
+    batches = json.dumps([SENTENCES, SENTENCES[:1], SENTENCES[::-1] * 3, SENTENCES[1:2]])
+    name, value = SERVE_BFLOAT16_ENV.split("=")
+    outputs = []
+    for env in (subprocess_env(TF_CPP_MIN_LOG_LEVEL="3"), subprocess_env(TF_CPP_MIN_LOG_LEVEL="3", **{name: value})):
+        run = subprocess.run(
+            [sys.executable, "-c", SERVE, str(exported), batches], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        outputs.append(json.loads(run.stdout))
+    # Within two bfloat16 roundings (oneDNN may pick another kernel for the cached layout: BERT-base's
+    # logits moved by up to 0.0044 in bench/bfloat16_serving_env.py); stale weights would be far off.
+    for plain, cached in zip(*outputs):
+        plain, cached = np.array(plain), np.array(cached)
+        np.testing.assert_allclose(cached, plain, rtol=0, atol=2**-7 * np.abs(plain).max())
