@@ -154,14 +154,16 @@ def main():
     vocab = vocab_file()
     texts, source = sentences()
     pairs = list(zip(texts[0::2], texts[1::2]))[:32]
+    from keras_bert_impl.serving.export import SERVE_BFLOAT16_ENV
     from keras_bert_impl.serving.tflite import interpreter_class
 
-    lite = interpreter_class()[1]
-    lite_version = getattr(sys.modules.get("ai_edge_litert"), "__version__", "") if lite != "tf.lite" else ""
+    setting = SERVE_BFLOAT16_ENV.split("=")[0]  # it changes our bfloat16 rows
+    lite = interpreter_class()[1]  # a module name: its version where it has one
+    lite_version = getattr(sys.modules.get(lite), "__version__", "")
     print(
         f"{datetime.date.today()}; {cpu_model()}; {threads} threads for every runtime; TF {tf.__version__}; "
         f"TFLite files in {lite} {lite_version}; "
-        f"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS={os.environ.get('TF_ONEDNN_ASSUME_FROZEN_WEIGHTS', 'unset')}; "
+        f"{setting}={os.environ.get(setting, 'unset')}; "
         f"32 {source} pairs"
     )
     with tempfile.TemporaryDirectory() as work:

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_common.errors import UsageError
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, subprocess_env
 from tests.pretraining_fixtures import make_pretraining_setup
 
 pytest.importorskip("apache_beam")
@@ -20,10 +20,7 @@ TOOL = os.path.join(REPO_ROOT, "tfrecord_tools", "create_pretraining_data.py")
 
 
 def _run(*args, tmpdir=None):
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
-    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    if tmpdir is not None:
-        env["TMPDIR"] = str(tmpdir)
+    env = subprocess_env(**({"TMPDIR": str(tmpdir)} if tmpdir is not None else {}))
     return subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True, env=env, timeout=600)
 
 
