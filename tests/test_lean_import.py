@@ -21,8 +21,12 @@ CHECK = textwrap.dedent(
     ids, splits = _WORKER["maker"].tokenizer.tokenize_to_flat_ids(["Hellos hello", "x"])
     print("ids", ids.tolist(), splits.tolist())
     print("keras loaded", sorted(m for m in ("keras", "sklearn", "matplotlib") if m in sys.modules))
-    import keras
+    print("distribute loaded", "tensorflow.python.distribute.mirrored_strategy" in sys.modules)
     import tensorflow as tf
+
+    api = tf.distribute.MirroredStrategy, tf.compat.v1.Session, tf.data.Dataset.range(3).cardinality().numpy()
+    print("api on use", api[0].__name__, api[1].__name__, api[2])
+    import keras
     from tensorflow.keras import layers
 
     print("keras later", keras.layers.Dense(2)(tf.ones([1, 3])).shape, layers.Dense is keras.layers.Dense)
@@ -49,6 +53,10 @@ def test_pool_worker_imports_no_keras_and_keras_still_imports_later(tmp_path):
     # Google's tokenizer: lower-cased "hellos" is "hello" + "##s"; "x" is not in the vocabulary.
     assert "ids [5, 6, 5, 1] [0, 3, 4]" in run.stdout
     assert "keras loaded []" in run.stdout
+    # TensorFlow's API modules load on first use: distribution strategies are not imported by a
+    # worker that only tokenizes, and are there when asked for.
+    assert "distribute loaded False" in run.stdout
+    assert "api on use MirroredStrategy Session 3" in run.stdout
     assert "keras later (1, 2) True" in run.stdout
     # tensorflow.keras resolves through the same search path as after a plain import.
     plain = _python("import tensorflow as tf; print('path', tf.__path__)", tmp_path)
