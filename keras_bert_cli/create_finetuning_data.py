@@ -73,8 +73,7 @@ def _classification_processor():
 
 def main(_):
     from keras_bert_common.files import check_readable_file, check_writable
-    from tfrecord_tools import finetuning_data
-    from tfrecord_tools.tokenization import FullTokenizer
+    from keras_bert_common.lean_import import import_tensorflow_text_without_keras
 
     task = FLAGS.task_name.lower()
     check_readable_file(FLAGS.vocab_file, "--vocab_file", "vocab.txt")
@@ -86,6 +85,11 @@ def main(_):
         raise UsageError(f"--task_name={FLAGS.task_name} needs --data_dir")
     if task == "squad" and not (FLAGS.train_file or FLAGS.predict_file):
         raise UsageError("--task_name=squad needs --train_file and/or --predict_file")
+    # This process tokenizes and writes records from one thread and builds no model.
+    import_tensorflow_text_without_keras()
+    from tfrecord_tools import finetuning_data
+    from tfrecord_tools.tokenization import FullTokenizer
+
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     if task == "squad":
         meta = finetuning_data.write_squad_data(

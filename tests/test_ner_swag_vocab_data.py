@@ -3,6 +3,7 @@
 import os
 
 import pytest
+import tensorflow as tf
 
 from tests.conftest import SHARED_DATA, minilm_directory
 from tfrecord_tools.ner_data import CONLL_LABELS, ConllReader, sentences_to_features, write_ner_tfrecord
@@ -144,25 +145,32 @@ def test_create_finetuning_data_command(tmp_path):
     script = os.path.join(REPO_ROOT, "tfrecord_tools", "create_finetuning_data.py")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     out = tmp_path / "out"
-    run = subprocess.run(
-        [
-            sys.executable,
-            script,
-            "--task_name=MRPC",
-            f"--data_dir={data}",
-            f"--vocab_file={tmp_path}/vocab.txt",
-            f"--output_dir={out}",
-            "--max_seq_length=16",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+    argv = [
+        script,
+        "--task_name=MRPC",
+        f"--data_dir={data}",
+        f"--vocab_file={tmp_path}/vocab.txt",
+        f"--output_dir={out}",
+        "--max_seq_length=16",
+    ]
+    # The tool as its own process, reporting at exit which heavy modules it loaded.
+    heavy = ("keras", "tensorflow.python.distribute.mirrored_strategy")
+    code = (
+        "import atexit, runpy, sys; "
+        f"atexit.register(lambda: print('loaded', [m for m in {heavy!r} if m in sys.modules])); "
+        f"sys.argv = {argv!r}; runpy.run_path({script!r}, run_name='__main__')"
     )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
     meta = json.loads((out / "meta.json").read_text())
     assert meta["counts"] == {"train": 2, "dev": 2} and meta["skipped_rows"] == 1 and meta["labels"] == ["0", "1"]
     assert "dev.tsv:4: skipped, label '7'" in run.stderr
+    # It only tokenizes: TensorFlow without Keras and with its API modules loaded on first use.
+    assert "loaded []" in run.stdout
+    first = next(iter(tf.data.TFRecordDataset(str(out / "train.tfrecord"))))
+    ids = tf.train.Example.FromString(first.numpy()).features.feature["input_ids"].int64_list.value
+    # [CLS] the man [SEP] the car [SEP], by VOCAB's indices, then padding.
+    assert list(ids) == [2, 11, 12, 3, 11, 16, 3] + [0] * 9
     missing = subprocess.run(
         [
             sys.executable,
