@@ -51,7 +51,32 @@ def import_tensorflow_text_without_keras():
             delattr(module, "keras")
 
 
-class _LazyTensorFlowApi(importlib.abc.MetaPathFinder):
+class _WrappingFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules it `wants` as the other finders do, and wraps their loaders."""
+
+    def __init__(self):
+        self._finding = False
+
+    def wants(self, name):
+        raise NotImplementedError
+
+    def wrap(self, loader, name):
+        raise NotImplementedError
+
+    def find_spec(self, name, path=None, target=None):
+        if self._finding or not self.wants(name):
+            return None
+        self._finding = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._finding = False
+        if spec is not None and spec.loader is not None:
+            spec.loader = self.wrap(spec.loader, name)
+        return spec
+
+
+class _LazyTensorFlowApi(_WrappingFinder):
     """Loads TensorFlow's public API modules (`tf.distribute`, `tf.data`, `tf.compat.v1`, ...)
     on first use instead of at import. They only re-export `tensorflow.python`, and importing
     them all runs half of TensorFlow's Python (distribution strategies, autograph, feature
@@ -61,21 +86,13 @@ class _LazyTensorFlowApi(importlib.abc.MetaPathFinder):
     # TensorFlow's own __init__ reads this module's __file__.
     _EAGER = ("tensorflow._api.v2.bitwise",)
 
-    def __init__(self):
-        self._finding = False
+    def wants(self, name):
+        return name.startswith(self._PREFIX) and name not in self._EAGER
 
-    def find_spec(self, name, path=None, target=None):
-        if self._finding or not name.startswith(self._PREFIX) or name in self._EAGER:
-            return None
-        self._finding = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self._finding = False
-        if spec is not None and hasattr(spec.loader, "exec_module"):
-            loader = _KeepModule(spec.loader) if ".compat.v1" in name else spec.loader
-            spec.loader = importlib.util.LazyLoader(loader)
-        return spec
+    def wrap(self, loader, name):
+        if not hasattr(loader, "exec_module"):
+            return loader
+        return importlib.util.LazyLoader(_KeepModule(loader) if ".compat.v1" in name else loader)
 
 
 class _KeepModule(importlib.abc.Loader):
@@ -119,24 +136,15 @@ def keras_without_extras():
         sys.meta_path.insert(0, _KerasWithoutExtras())
 
 
-class _KerasWithoutExtras(importlib.abc.MetaPathFinder):
+class _KerasWithoutExtras(_WrappingFinder):
     """Finds `keras` as the other finders do, with a loader that blocks KERAS_EXTRAS while Keras's
     package runs (and so while every module it imports at start-up runs)."""
 
-    def __init__(self):
-        self._finding = False
+    def wants(self, name):
+        return name == "keras"
 
-    def find_spec(self, name, path=None, target=None):
-        if name != "keras" or self._finding:
-            return None
-        self._finding = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self._finding = False
-        if spec is not None and spec.loader is not None:
-            spec.loader = _BlockingLoader(spec.loader, self)
-        return spec
+    def wrap(self, loader, name):
+        return _BlockingLoader(loader, self)
 
 
 class _BlockingLoader(importlib.abc.Loader):
