@@ -37,7 +37,7 @@ def import_tensorflow_text_without_keras():
     lazy_api = _LazyTensorFlowApi()
     sys.meta_path.insert(0, lazy_api)
     try:
-        import tensorflow  # noqa: F401
+        import tensorflow
         import tensorflow_text
     finally:
         sys.meta_path.remove(lazy_api)
@@ -45,6 +45,8 @@ def import_tensorflow_text_without_keras():
             del sys.modules["keras"]
         sys.modules.pop(_TEXT_KERAS, None)
     _restore_keras_search_path(sys.modules["tensorflow"])
+    # Loaded now, not first in a clean-up: a lazy load cut short by Ctrl-C is never retried.
+    tensorflow.io.gfile.exists  # noqa: B018
     # The stand-in must not pass for the real layers if anything asks for them later.
     for module in (tensorflow_text, sys.modules.get("tensorflow_text.python")):
         if getattr(module, "keras", None) is stand_in:
@@ -83,11 +85,9 @@ class _LazyTensorFlowApi(_WrappingFinder):
     columns) that a tokenizing process never calls: 0.8 s of a 2.2 s import."""
 
     _PREFIX = "tensorflow._api.v2."
-    # TensorFlow's own __init__ reads this module's __file__.
-    _EAGER = ("tensorflow._api.v2.bitwise",)
 
     def wants(self, name):
-        return name.startswith(self._PREFIX) and name not in self._EAGER
+        return name.startswith(self._PREFIX)
 
     def wrap(self, loader, name):
         if not hasattr(loader, "exec_module"):

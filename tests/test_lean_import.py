@@ -1,4 +1,4 @@
-"""Data workers import TensorFlow and tensorflow-text without Keras, and still make the same records;
+"""Data workers import TensorFlow and tensorflow-text without Keras, and still make the same token ids;
 the tools import Keras without the optional packages it loads for features they do not use."""
 
 import subprocess
@@ -22,6 +22,9 @@ CHECK = textwrap.dedent(
     print("ids", ids.tolist(), splits.tolist())
     print("keras loaded", sorted(m for m in ("keras", "sklearn", "matplotlib") if m in sys.modules))
     print("distribute loaded", "tensorflow.python.distribute.mirrored_strategy" in sys.modules)
+    lazy = [name for name, module in sys.modules.items() if type(module).__name__ == "_LazyModule"]
+    prefix = "tensorflow._api.v2."
+    print("gfile lazy", prefix + "io.gfile" in lazy, "distribute lazy", prefix + "distribute" in lazy)
     import tensorflow as tf
 
     api = tf.distribute.MirroredStrategy, tf.compat.v1.Session, tf.data.Dataset.range(3).cardinality().numpy()
@@ -56,6 +59,8 @@ def test_pool_worker_imports_no_keras_and_keras_still_imports_later(tmp_path):
     # TensorFlow's API modules load on first use: distribution strategies are not imported by a
     # worker that only tokenizes, and are there when asked for.
     assert "distribute loaded False" in run.stdout
+    # ... except tf.io.gfile, which clean-ups use: loaded at once, so a Ctrl-C cannot cut its load.
+    assert "gfile lazy False distribute lazy True" in run.stdout
     assert "api on use MirroredStrategy Session 3" in run.stdout
     assert "keras later (1, 2) True" in run.stdout
     # tensorflow.keras resolves through the same search path as after a plain import.
