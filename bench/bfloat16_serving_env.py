@@ -20,9 +20,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_bert_impl.serving.export import SERVE_BFLOAT16_ENV  # noqa: E402
-
-SETTING = SERVE_BFLOAT16_ENV.split("=")[0]
+from keras_bert_impl.serving.export import SERVE_BFLOAT16_VARIABLE as SETTING  # noqa: E402
 
 
 def serve(work):

@@ -154,10 +154,9 @@ def main():
     vocab = vocab_file()
     texts, source = sentences()
     pairs = list(zip(texts[0::2], texts[1::2]))[:32]
-    from keras_bert_impl.serving.export import SERVE_BFLOAT16_ENV
+    from keras_bert_impl.serving.export import SERVE_BFLOAT16_VARIABLE as setting  # it changes our bfloat16 rows
     from keras_bert_impl.serving.tflite import interpreter_class
 
-    setting = SERVE_BFLOAT16_ENV.split("=")[0]  # it changes our bfloat16 rows
     lite = interpreter_class()[1]  # a module name: its version where it has one
     lite_version = getattr(sys.modules.get(lite), "__version__", "")
     print(

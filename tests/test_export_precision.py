@@ -79,18 +79,20 @@ def test_bfloat16_export_names_the_serving_setting_and_it_keeps_the_outputs(mode
     import sys
 
     from keras_bert_common import cpu
-    from keras_bert_impl.serving.export import SERVE_BFLOAT16_ENV
+    from keras_bert_impl.serving.export import SERVE_BFLOAT16_VARIABLE
     from tests.conftest import subprocess_env
 
     (tmp_path / "cpuinfo").write_text("processor\t: 0\nflags\t\t: avx512f avx512_bf16 amx_bf16 amx_tile\n")
     monkeypatch.setattr(cpu, "CPUINFO", str(tmp_path / "cpuinfo"))
     lines = []
     exported = _export(model_dir, tmp_path, "bfloat16", lines.append)
-    assert any(SERVE_BFLOAT16_ENV in line for line in lines)
+    assert any(f"{SERVE_BFLOAT16_VARIABLE}=1" in line for line in lines)
     batches = json.dumps([SENTENCES, SENTENCES[:1], SENTENCES[::-1] * 3, SENTENCES[1:2]])
-    name, value = SERVE_BFLOAT16_ENV.split("=")
     outputs = []
-    for env in (subprocess_env(TF_CPP_MIN_LOG_LEVEL="3"), subprocess_env(TF_CPP_MIN_LOG_LEVEL="3", **{name: value})):
+    for env in (
+        subprocess_env(TF_CPP_MIN_LOG_LEVEL="3"),
+        subprocess_env(TF_CPP_MIN_LOG_LEVEL="3", **{SERVE_BFLOAT16_VARIABLE: "1"}),
+    ):
         run = subprocess.run(
             [sys.executable, "-c", SERVE, str(exported), batches], env=env, capture_output=True, text=True, timeout=300
         )

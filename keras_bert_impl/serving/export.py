@@ -193,12 +193,13 @@ class ExportOptions:
 
 
 PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # --precision -> Keras dtype policy
-# oneDNN then caches each weight matrix in its bfloat16 kernel layout after the first call, instead
-# of converting the float32 variable on every call: 1.2-1.6x the speed at batch 1 and 32 (MiniLM,
-# BERT-base on AMX, medians of 3 rounds; bench/bfloat16_serving_env.py), outputs within bfloat16's
-# precision. Only for a process that serves bfloat16 models: float32 ones gain nothing and, after a
-# large first batch, answer single examples 1.4-1.7x slower; one that trains keeps the first weights.
-SERVE_BFLOAT16_ENV = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1"
+# Set to 1 in a serving process, oneDNN caches each weight matrix in its bfloat16 kernel layout
+# after the first call instead of converting the float32 variable on every call: 1.2-1.6x the speed
+# at batch 1 and 32 (MiniLM, BERT-base on AMX, medians of 3 rounds; bench/bfloat16_serving_env.py),
+# outputs within bfloat16's precision. Only for a process that serves bfloat16 models: float32 ones
+# gain nothing and, after a large first batch, answer single examples 1.4-1.7x slower; one that
+# trains keeps the first weights.
+SERVE_BFLOAT16_VARIABLE = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 
 
 def build_and_export(options, log=print):
@@ -257,7 +258,7 @@ def build_and_export(options, log=print):
             "export it for the machines that have them, or use --precision=float32"
         )
     elif options.precision == "bfloat16":
-        log(f"--precision=bfloat16: serve it in a process started with {SERVE_BFLOAT16_ENV} (1.2-1.6x faster)")
+        log(f"--precision=bfloat16: serve it in a process started with {SERVE_BFLOAT16_VARIABLE}=1 (1.2-1.6x faster)")
     previous_policy = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(PRECISIONS[options.precision])
     try:
