@@ -205,7 +205,16 @@ def _readable(text):
     """TensorFlow's messages without their graph internals, on their most telling line."""
     text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)  # {{function_node __wrapped__...}}
     text = re.sub(r"\s*\[\[[^\]]*\]\]", "", text)  # [[{{node ...}}]]
-    skip = ("Graph execution error", "Detected at node", "File ", "Stack trace", "Traceback", "in user code", "Op:")
+    skip = (
+        "Graph execution error",
+        "Detected at node",
+        "File ",
+        "Stack trace",
+        "Traceback",
+        "in user code",
+        "Op:",
+        "<stack traces unavailable>",
+    )
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     useful = [line for line in lines if not line.startswith(skip)]
     return (useful or lines or [""])[0]

@@ -10,6 +10,7 @@ from keras_bert_common.errors import UsageError
 from keras_bert_common.files import describe_files, expand_file_patterns
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
+from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.runners.outputs import write_eval_results
 from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
 from keras_bert_impl.training.bucketing import training_bucketing
@@ -39,20 +40,47 @@ class PretrainingData:
                     f"{files[0]}: these records are masked already; --do_whole_word_mask and --masked_lm_prob "
                     "apply to records made with create_pretraining_data --dynamic_masking"
                 )
-        tfrecord_files.check_records_match(
-            files[0], self.spec, "pretraining records", vocab_size=task.bert_config.vocab_size
-        )
-        # Every shard whole before training (the first was checked with its features): about 2
-        # seconds per million records, so a Wikipedia-size set says how far it is.
+        # Every shard before training: whole (about 2 seconds per million records), of the first
+        # one's kind and lengths (stale shards of another run beside them fail here, not deep in
+        # tf.data), its first records' ids inside the vocabulary; a Wikipedia-size set says how far it is.
+        first_names = None
         start = last = time.monotonic()
-        for done, path in enumerate(files[1:], 2):
-            tfrecord_files.check_complete(path)
+        for done, path in enumerate(files, 1):
+            names = tfrecord_files.check_records_match(
+                path, self.spec, "pretraining records", vocab_size=task.bert_config.vocab_size
+            )
+            if first_names is None:
+                first_names = names
+            elif names != first_names:
+                raise UsageError(
+                    f"{path}: holds records with features {', '.join(sorted(names))}, unlike {files[0]} "
+                    f"({', '.join(sorted(first_names))}); the input files mix two kinds of pretraining records "
+                    "(shards of another run?): pass one kind in --input_file"
+                )
             if time.monotonic() - last > 30:
                 last = time.monotonic()
-                setup.log(f"checking that the input files are whole: {done}/{len(files)}")
+                setup.log(f"checking the input files: {done}/{len(files)}")
         if last > start:
-            setup.log(f"checked {len(files)} input files whole in {time.monotonic() - start:.0f} s")
+            setup.log(f"checked {len(files)} input files in {time.monotonic() - start:.0f} s")
         self.vocab_size = task.bert_config.vocab_size
+
+    def input_flags(self, global_batch_size):
+        """What the data position in a checkpoint depends on: a resume with other values would fail
+        deep in tf.data (other shapes or features) or read another stream (other masks)."""
+        options = self.options
+        flags = {
+            "--input_file": [os.path.abspath(path) for path in self.files],
+            "--train_batch_size": global_batch_size,
+            "--next_sentence_prediction": self.task.next_sentence_prediction,
+            "--max_seq_length": options.max_seq_length,
+            "--max_predictions_per_seq": options.max_predictions_per_seq,
+            "--pad_to_max_seq_length": options.pad_to_max_seq_length,
+        }
+        if self.dynamic:
+            flags.update(
+                {"--masked_lm_prob": options.masked_lm_prob, "--do_whole_word_mask": options.do_whole_word_mask}
+            )
+        return flags
 
     def dataset(self, global_batch_size):
         options, setup = self.options, self.setup
@@ -127,6 +155,51 @@ def pretraining_task_class(files, next_sentence_prediction, log=print):
     return PretrainingTask
 
 
+# What a resumed run may not change in its bert_config.json (dropout may change between runs).
+_ARCHITECTURE_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
+
+def check_output_dir(options, config):
+    """Before any work: a run's checkpoints continue only under the config they were trained with
+    (a head count or activation keeps every weight's shape, so the checkpoint alone cannot tell),
+    and a model put into --output_dir by hand (a released bert_model.ckpt) is never overwritten."""
+    output_dir = options.output_dir
+    if not os.path.isdir(output_dir):
+        return
+    trained = tf.train.latest_checkpoint(output_dir)
+    config_path = os.path.join(output_dir, "bert_config.json")
+    if trained and os.path.isfile(config_path):
+        try:
+            saved = BertConfig.from_json_file(config_path)
+        except UsageError:
+            return  # not ours: the checkpoint restore compares the shapes
+        changed = [key for key in _ARCHITECTURE_KEYS if getattr(saved, key) != getattr(config, key)]
+        if changed:
+            raise UsageError(
+                f"{config_path}: the checkpoints in {output_dir} were trained with "
+                + ", ".join(f"{key}={getattr(saved, key)!r}" for key in changed)
+                + f", not {', '.join(repr(getattr(config, key)) for key in changed)} as {options.bert_config_file} "
+                f"says; resume with --bert_config_file={config_path}, or pass a new --output_dir "
+                f"(--init_checkpoint={output_dir} starts from its weights)"
+            )
+    if options.do_train and options.export_google_checkpoint and not trained:
+        if tf.io.gfile.glob(os.path.join(output_dir, "bert_model.ckpt*.index")):
+            raise UsageError(
+                f"{output_dir}: holds a bert_model.ckpt that no run there trained (no ckpt-N beside it), which "
+                f"training would overwrite; pass another --output_dir (--init_checkpoint={output_dir} starts "
+                "from that model)"
+            )
+
+
 def run_pretraining(options, log=print):
     """Trains and/or evaluates; returns a `RunResult` (the training history, the eval results)."""
     if not (options.do_train or options.do_eval):
@@ -155,6 +228,7 @@ def run_pretraining(options, log=print):
         if files:
             log(f"{name} reads {len(files)} file{'s' if len(files) > 1 else ''}: {describe_files(files)}")
     setup = RunSetup(options, log)
+    check_output_dir(options, setup.config)
     task_class = pretraining_task_class(train_files or eval_files, options.next_sentence_prediction, log)
     task = task_class(setup.config, options.max_seq_length, options.max_predictions_per_seq)
     # The records' kind (masked, or unmasked for dynamic masking) and lengths against the flags,
@@ -195,10 +269,7 @@ def run_pretraining(options, log=print):
                 options.num_train_steps,
                 options.train_batch_size,
                 eval_schedule=schedule,
-                input_flags={
-                    "--input_file": [os.path.abspath(path) for path in train_files],
-                    "--train_batch_size": options.train_batch_size,
-                },
+                input_flags=datasets["train"].input_flags(options.train_batch_size),
             )
         if options.export_google_checkpoint and trainer.is_chief:
             prefix = save_google_checkpoint(model, os.path.join(options.output_dir, "bert_model.ckpt"))

@@ -10,24 +10,40 @@ length buckets and each batch is cut to its bucket's length.
 """
 
 import contextlib
+import re
 
 import tensorflow as tf
 
 from keras_bert_common.errors import UsageError
 from tfrecord_tools import feature_specs
 
+# TensorFlow's message for a gather past the end of a table: the index and the table's size.
+_OUT_OF_TABLE = re.compile(r"indices\[[^\]]*\] = (-?\d+) is not in \[0, (\d+)\)")
+
 
 @contextlib.contextmanager
 def reading(files):
-    """Training or predicting from `files`: a truncated or corrupt record becomes a one-line
-    error naming the files (TensorFlow's own names neither the file nor the fix)."""
+    """Training or predicting from `files`: a truncated or corrupt record, or an id outside its
+    embedding table, becomes a one-line error naming the files (TensorFlow's own names neither
+    the file nor the fix)."""
+    shown = ", ".join(files[:3]) + (f" (and {len(files) - 3} more)" if len(files) > 3 else "")
     try:
         yield
     except tf.errors.DataLossError as error:
         first = next((line.strip() for line in error.message.splitlines() if "record" in line), "corrupt data")
-        shown = ", ".join(files[:3]) + (f" (and {len(files) - 3} more)" if len(files) > 3 else "")
         raise UsageError(
             f"{shown}: a record is truncated or corrupt ({first.split('}}')[-1].strip()}); recreate the file"
+        ) from None
+    except tf.errors.InvalidArgumentError as error:
+        # An embedding lookup past its table (start-up checks read only each file's first records).
+        found = _OUT_OF_TABLE.search(error.message)
+        if not found:
+            raise
+        raise UsageError(
+            f"{shown}: a record holds id {found.group(1)}, outside an embedding table of {found.group(2)} rows "
+            "(token ids from a larger vocab.txt than bert_config.json's vocab_size, or segment ids past its "
+            "type_vocab_size); recreate the records with the model's vocab.txt, or pass the bert_config.json "
+            "of their vocabulary"
         ) from None
 
 
