@@ -24,11 +24,16 @@ def saved_models(tmp_path_factory):
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     config = tiny_bert_config(len(VOCAB))
     exported = {}
-    for model_type, labels in (("encoder", None), ("classifier", ["a", "b", "c"])):
-        task = create_task(model_type, config, LENGTH, label_names=labels)
+    for name, model_type, settings in (
+        ("encoder", "encoder", {}),
+        ("classifier", "classifier", {"label_names": ["a", "b", "c"]}),
+        ("mean_embedding", "sentence_embedding", {"pooling": "mean"}),  # a mask broadcast over the hidden axis
+        ("max_embedding", "sentence_embedding", {"pooling": "max", "normalize_embeddings": True}),
+    ):
+        task = create_task(model_type, config, LENGTH, **settings)
         model = randomize_weights(task.build_model(), seed=len(exported), scale=0.2)
-        export_saved_model(model, task, str(root / "vocab.txt"), True, str(root / model_type))
-        exported[model_type] = root / model_type
+        export_saved_model(model, task, str(root / "vocab.txt"), True, str(root / name))
+        exported[name] = root / name
     return root, exported
 
 
@@ -42,7 +47,7 @@ def _ids(batch, length, seed):
     return {"input_ids": input_ids * input_mask, "input_mask": input_mask, "segment_ids": segment_ids}
 
 
-@pytest.mark.parametrize("model_type", ["encoder", "classifier"])
+@pytest.mark.parametrize("model_type", ["encoder", "classifier", "mean_embedding", "max_embedding"])
 def test_float32_matches_the_saved_model(saved_models, tmp_path, model_type):
     _, exported = saved_models
     path = tmp_path / f"{model_type}.tflite"

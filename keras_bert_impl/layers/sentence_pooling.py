@@ -22,7 +22,8 @@ class SentencePooling(keras.layers.Layer):
     def call(self, sequence_output, input_mask):
         # sequence_output [B, T, H], input_mask [B, T]; pooled in float32 whatever the compute dtype.
         sequence = ops.cast(sequence_output, "float32")
-        mask = ops.cast(input_mask, "float32")[:, :, None]  # [B, T, 1]
+        # expand_dims, not [:, :, None]: TFLite has no builtin for a strided slice that adds an axis.
+        mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)  # [B, T, 1]
         if self.pooling == "cls":
             pooled = sequence[:, 0, :]
         elif self.pooling == "max":
