@@ -11,7 +11,10 @@ FLAGS = flags.FLAGS
 
 def define_max_seq_length(default=128):
     flags.DEFINE_integer(
-        "max_seq_length", default, "The maximum total input sequence length after WordPiece tokenization."
+        "max_seq_length",
+        default,
+        "The maximum total input sequence length after WordPiece tokenization (at least 3: [CLS], a token, [SEP]).",
+        lower_bound=3,
     )
 
 

@@ -219,6 +219,22 @@ def check_writable(path, flag, kind="file"):
         ) from None
 
 
+def check_not_holding_inputs(directory, flag, inputs):
+    """A directory replaced whole (--force) must not be, or hold, one of `inputs` ({flag: path or
+    list of paths}): replacing it would delete what the command reads (an --export_dir naming the
+    run's own --output_dir)."""
+    if is_remote(directory):
+        return
+    replaced = os.path.realpath(directory)
+    for input_flag, paths in inputs.items():
+        for path in paths if isinstance(paths, (list, tuple)) else [paths]:
+            if path and not is_remote(path) and os.path.commonpath([replaced, os.path.realpath(path)]) == replaced:
+                raise UsageError(
+                    f"{flag}={directory} is, or holds, {input_flag}={path}; replacing it would delete that: choose "
+                    f"another {flag}"
+                )
+
+
 def check_outputs_distinct(outputs, inputs=(), flag="--output_file"):
     """Each output named once, and none of them an input (writing it would destroy the input)."""
 

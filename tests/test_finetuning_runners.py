@@ -100,6 +100,7 @@ def test_run_classifier_command_line(model_dir, tmp_path):
         "--max_seq_length=16",
         "--eval_batch_size=5",
         f"--init_checkpoint={model_dir}/bert_model.ckpt",
+        "--allow_random_weights",  # the checkpoint holds no classifier head
     ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)

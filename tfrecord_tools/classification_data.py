@@ -197,6 +197,13 @@ class ClassificationProcessor:
                 ):
                     continue
                 if len(row) <= needed:
+                    if split == "test":
+                        # test_results.tsv has a line per test row and no ids: a skipped row would
+                        # shift every later prediction onto the wrong example.
+                        raise UsageError(
+                            f"{path}:{line_number}: {len(row)} columns, expected at least {needed + 1}; every test row "
+                            "needs its prediction line (test_results.tsv has no ids): fix the row"
+                        )
                     self._skip(path, line_number, f"{len(row)} columns, expected at least {needed + 1}")
                     continue
                 label = None

@@ -82,7 +82,10 @@ class BertConfig:
         return self.hidden_size // self.num_attention_heads
 
     def check_max_seq_length(self, max_seq_length, source="bert_config.json"):
-        """Every runner's check: the packed sequence must fit the position embeddings."""
+        """Every runner's check: the packed sequence must fit the position embeddings, and hold
+        [CLS], a token and [SEP]."""
+        if max_seq_length < 3:
+            raise UsageError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS], a token, [SEP])")
         if max_seq_length > self.max_position_embeddings:
             raise UsageError(
                 f"--max_seq_length={max_seq_length} exceeds max_position_embeddings="

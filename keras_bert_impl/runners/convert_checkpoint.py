@@ -122,7 +122,7 @@ class ConvertOptions:
 def convert_checkpoint(options, log=print):
     """Reads `options.input_dir` in `from_format` and writes `output_dir` in `to_format`; returns the
     model type written (`model_type`, or the head the weights hold)."""
-    from keras_bert_common.files import atomic_directory, check_writable
+    from keras_bert_common.files import atomic_directory, check_not_holding_inputs, check_writable
     from keras_bert_impl.checkpoints.google_checkpoint import write_google_checkpoint
     from keras_bert_impl.checkpoints.hf_weights import write_hf_directory
     from keras_bert_impl.checkpoints.sentence_transformers import copy_pooling
@@ -143,6 +143,11 @@ def convert_checkpoint(options, log=print):
     if model_type is not None:
         task_class(model_type)  # a known task, or one line naming them
     check_writable(output_dir, "--output_dir", kind="replaced")
+    check_not_holding_inputs(
+        output_dir,
+        "--output_dir",
+        {"--input_dir": input_dir, "--vocab_file": vocab_file, "--bert_config_file": bert_config_file},
+    )
     if os.path.exists(output_dir) and not force:
         raise FileExistsError(
             f"{output_dir}: already exists; pass --force to replace it (or choose another --output_dir)"

@@ -8,7 +8,13 @@ import json
 import os
 
 from keras_bert_common.errors import UsageError
-from keras_bert_common.files import atomic_directory, check_readable_file, check_text_files, check_writable
+from keras_bert_common.files import (
+    atomic_directory,
+    check_not_holding_inputs,
+    check_readable_file,
+    check_text_files,
+    check_writable,
+)
 from tfrecord_tools.vocab_builder import count_words, read_lines
 from tfrecord_tools.vocab_extension import extend_vocab
 from tfrecord_tools.vocab_file import load_vocab_list
@@ -60,6 +66,16 @@ def extend_vocabulary(
     base = load_vocab_list(base_vocab)
     check_text_files(input_paths, "--input_file")
     check_writable(output_dir, "--output_dir", kind="replaced")
+    check_not_holding_inputs(
+        output_dir,
+        "--output_dir",
+        {
+            "--input_file": list(input_paths),
+            "--base_vocab": base_vocab,
+            "--init_checkpoint": init_checkpoint,
+            "--bert_config_file": bert_config_file,
+        },
+    )
     if os.path.exists(output_dir) and not force:
         raise FileExistsError(f"{output_dir}: already exists; pass --force to replace it (or choose another)")
     if num_new_tokens < 1:

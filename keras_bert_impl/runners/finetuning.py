@@ -69,7 +69,17 @@ class FineTuningRun(RunSetup):
         if options.export_dir:
             from keras_bert_impl.serving.export import check_export_dir
 
-            check_export_dir(options.export_dir, options.force, self.export_source(options))
+            check_export_dir(
+                options.export_dir,
+                options.force,
+                self.export_source(options),
+                {
+                    "--output_dir": options.output_dir,
+                    "--init_checkpoint": options.init_checkpoint,
+                    "--vocab_file": options.vocab_file,
+                    "--bert_config_file": options.bert_config_file,
+                },
+            )
         if options.num_train_epochs <= 0 and options.do_train:
             raise UsageError(f"--num_train_epochs={options.num_train_epochs}: must be positive")
         super().__init__(options, log, eval_flag)
@@ -119,6 +129,15 @@ class FineTuningRun(RunSetup):
             self.log(f"restored {latest}")
         elif not self.options.init_checkpoint:
             self.log_warning("no checkpoint in --output_dir and no --init_checkpoint: using random weights")
+        elif self.init_report.initialized and not self.options.allow_random_weights:
+            # A pretrained checkpoint has no head for this task: its predictions would be noise.
+            missing = self.init_report.initialized
+            raise UsageError(
+                f"{self.options.init_checkpoint}: has no weights for {', '.join(missing[:3])}"
+                f"{' (and more)' if len(missing) > 3 else ''} and {self.options.output_dir} no checkpoint, so "
+                f"evaluating or predicting would use a random {self.task.name} head; train first (--do_train), "
+                "point --output_dir at the run that trained it, or pass --allow_random_weights"
+            )
 
     # ---- training and prediction ----------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from keras_bert_common.errors import UsageError
 from keras_bert_common.files import (
     atomic_directory,
     atomic_output,
+    check_not_holding_inputs,
     check_readable_file,
     check_writable,
     exists,
@@ -58,10 +59,12 @@ def export_record(export_dir):
         return {}
 
 
-def check_export_dir(export_dir, force, source):
+def check_export_dir(export_dir, force, source, inputs=None):
     """Before heavy work: `export_dir` is new, or `force` replaces it, or it is an earlier export
-    of `source` (this command's own; whether it is current is decided when the model is ready)."""
+    of `source` (this command's own; whether it is current is decided when the model is ready).
+    It never holds one of `inputs` ({flag: path}: the checkpoint, the run's output_dir, the vocabulary)."""
     check_writable(export_dir, "--export_dir", kind="replaced")
+    check_not_holding_inputs(export_dir, "--export_dir", inputs or {})
     if exists(export_dir) and not force and export_record(export_dir).get("source") != source:
         raise FileExistsError(
             f"{export_dir}: already exists and was not exported from {source.split(':', 1)[1]}; pass --force to "
@@ -227,7 +230,16 @@ def build_and_export(options, log=print):
     source = "init_checkpoint:" + (
         os.path.abspath(options.init_checkpoint) if options.init_checkpoint else "random weights"
     )
-    check_export_dir(options.export_dir, options.force, source)
+    check_export_dir(
+        options.export_dir,
+        options.force,
+        source,
+        {
+            "--init_checkpoint": options.init_checkpoint,
+            "--vocab_file": options.vocab_file,
+            "--bert_config_file": options.bert_config_file,
+        },
+    )
     if options.tflite_file:
         from keras_bert_impl.serving.tflite import check_tflite_options
 

@@ -125,6 +125,7 @@ class RunSetup:
         # leaves nothing behind.
         self.pipeline_id, self.num_pipelines = input_pipeline_of(self.strategy)
         self.task = self.model = self.trainer = None
+        self.init_report = None  # what --init_checkpoint held for the model (`build`)
 
     def log_warning(self, message):
         warn = getattr(self.log, "warning", None)
@@ -181,6 +182,7 @@ class RunSetup:
             if options.init_checkpoint:
                 report = initialize_from_checkpoint(self.model, options.init_checkpoint)
                 self.log(f"init_checkpoint {options.init_checkpoint}: {report.summary()}")
+                self.init_report = report
             optimizer = create_optimizer(options.learning_rate, num_train_steps, num_warmup_steps, options.optimizer)
             if options.mixed_precision == "mixed_float16":
                 optimizer = keras.optimizers.LossScaleOptimizer(optimizer)

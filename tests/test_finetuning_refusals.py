@@ -1,0 +1,90 @@
+"""What fine-tuning and export refuse before they work, with one line: replacing a directory the
+command reads (--force), predicting with a head no checkpoint holds, a test row that would shift
+every later prediction line, a sequence too short for [CLS] and [SEP]."""
+
+import os
+
+import pytest
+
+from keras_bert_common.errors import UsageError
+from tests.finetuning_fixtures import _mrpc, _options, model_dir  # noqa: F401 -- model_dir: a fixture
+
+
+def _contents(directory):
+    return sorted(
+        os.path.relpath(os.path.join(root, name), directory) for root, _, names in os.walk(directory) for name in names
+    )
+
+
+def test_force_never_replaces_the_directory_an_export_reads(model_dir, tmp_path):  # noqa: F811
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("a run's file")
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    for export_dir in (out, tmp_path):  # the run's own output_dir, and a directory holding it
+        options = _options(model_dir, out, do_train=True, export_dir=str(export_dir), force=True)
+        with pytest.raises(UsageError) as error:
+            run_classifier(options, "MRPC", str(data), processor, log=lambda _: None)
+        assert str(error.value).startswith(f"--export_dir={export_dir} is, or holds, --output_dir={out}; replacing")
+    assert _contents(out) == ["keep.txt"]
+    before = _contents(model_dir)
+    flags = dict(
+        bert_config_file=str(model_dir / "bert_config.json"),
+        vocab_file=str(model_dir / "vocab.txt"),
+        init_checkpoint=str(model_dir / "bert_model.ckpt"),
+        model_type="encoder",
+        export_dir=str(model_dir),
+        max_seq_length=16,
+        force=True,
+    )
+    with pytest.raises(UsageError, match=rf"^--export_dir={model_dir} is, or holds, --init_checkpoint="):
+        build_and_export(ExportOptions(**flags), log=lambda _: None)
+    assert _contents(model_dir) == before
+
+
+def test_predicting_with_a_head_no_checkpoint_holds_is_refused(model_dir, tmp_path):  # noqa: F811
+    """A pretrained checkpoint has no classifier: without training, its predictions are noise."""
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    out = tmp_path / "out"
+    with pytest.raises(UsageError) as error:
+        run_classifier(_options(model_dir, out, do_predict=True), "MRPC", str(data), processor, log=lambda _: None)
+    message = str(error.value)
+    assert message.startswith(f"{model_dir}/bert_model.ckpt: has no weights for classifier/")
+    assert "would use a random classifier head; train first (--do_train)" in message
+    assert not (out / "test_results.tsv").exists()
+    options = _options(model_dir, out, do_predict=True, allow_random_weights=True)
+    run_classifier(options, "MRPC", str(data), processor, log=lambda _: None)
+    assert len((out / "test_results.tsv").read_text().splitlines()) == 4
+
+
+def test_a_test_row_that_cannot_be_read_stops_instead_of_shifting_the_predictions(tmp_path):
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    with open(data / "test.tsv", "a") as writer:
+        writer.write("4\t1\t2\tonly one sentence\n")  # line 6: no second sentence
+    with open(data / "dev.tsv", "a") as writer:
+        writer.write("1\t1\t2\tonly one sentence\n")
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    assert len(processor.get_examples("dev")) == 9 and processor.skipped == 1  # dev: skipped, counted
+    with pytest.raises(UsageError, match=rf"^{data}/test.tsv:6: 4 columns, expected at least 5; every test row"):
+        processor.get_examples("test")
+
+
+def test_a_sequence_must_hold_cls_a_token_and_sep(model_dir):  # noqa: F811
+    from keras_bert_impl.models.bert_config import BertConfig
+
+    config = BertConfig.from_json_file(str(model_dir / "bert_config.json"))
+    config.check_max_seq_length(3)
+    for length in (2, 0, -5):
+        with pytest.raises(UsageError, match=rf"^--max_seq_length={length}: must be at least 3"):
+            config.check_max_seq_length(length)
