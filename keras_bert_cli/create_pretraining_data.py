@@ -171,6 +171,9 @@ def main(_):
         summary = create_pretraining_data(inputs, outputs, options, log=app.Log(), warn=app.Log.warning)
     for line in summary.lines(options.next_sentence_prediction):
         logging.info(line)
+    warning = summary.single_document_warning(options.next_sentence_prediction)
+    if warning:
+        app.Log.warning(f"{FLAGS.input_file}: {warning}")
     for path in outputs:
         logging.info("wrote %s", path)
 

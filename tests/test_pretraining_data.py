@@ -201,6 +201,41 @@ def test_bad_lines_empty_documents_and_no_partial_output(corpus, tmp_path):
     assert not [name for name in os.listdir(tmp_path) if name.startswith("failing")]
 
 
+def test_one_document_per_file_is_counted_and_warned_about(corpus, tmp_path):
+    """Units do not span files: with one document per file every 'random next' B comes from A's
+    own document (read back from the records: each token id tells its document), which the
+    summary counts and warns about; the same documents in one file pair across documents."""
+    root, position = corpus
+    documents = (root / "corpus.txt").read_text().strip().split("\n\n")
+    files = []
+    for index, document in enumerate(documents):
+        files.append(str(tmp_path / f"doc{index}.txt"))
+        with open(files[-1], "w") as writer:
+            writer.write(document + "\n")
+
+    def same_document_share(paths, output):
+        summary = create_pretraining_data(paths, [output], _options(root), log=lambda message: None)
+        rows = _read([output])
+        same = []
+        for ids, segments, label in zip(rows["input_ids"], rows["segment_ids"], rows["next_sentence_labels"]):
+            if label[0] == 1:
+                docs = [
+                    {position[i][0] for i, s in zip(ids, segments) if s == segment and i in position}
+                    for segment in (0, 1)
+                ]
+                same.append(bool(docs[0] & docs[1]))
+        return summary, np.mean(same)
+
+    summary, share = same_document_share(files, str(tmp_path / "per_file.tfrecord"))
+    assert summary.units == NUM_DOCS and summary.single_document_units == NUM_DOCS and share == 1.0
+    assert summary.single_document_warning().startswith(
+        f"{NUM_DOCS} of {NUM_DOCS} units of text hold a single document"
+    )
+    assert summary.single_document_warning(next_sentence_prediction=False) is None
+    summary, share = same_document_share([str(root / "corpus.txt")], str(tmp_path / "one_file.tfrecord"))
+    assert summary.single_document_units == 0 and summary.single_document_warning() is None and share < 0.3
+
+
 @pytest.mark.parametrize(
     "length_a, length_b, limit", [(5, 3, 5), (3, 5, 5), (4, 4, 5), (10, 2, 9), (7, 7, 13), (2, 2, 9)]
 )

@@ -59,10 +59,23 @@ class Summary:
     tokens: int = 0
     masked_tokens: int = 0
     random_next: int = 0
+    single_document_units: int = 0  # units whose text is one document
 
     def add(self, other):
         for field in dataclasses.fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+
+    def single_document_warning(self, next_sentence_prediction=True):
+        """A warning when most units hold one document (one file per document, or files without
+        blank lines): their random next segments come from the same document, where Google's
+        tool draws them from the whole corpus, so next-sentence prediction learns less."""
+        if not next_sentence_prediction or self.single_document_units * 2 <= self.units:
+            return None
+        return (
+            f"{self.single_document_units} of {self.units} units of text hold a single document, so their "
+            "'random next' segments come from that same document (Google's tool draws them from the whole "
+            "corpus); put many documents in each input file, separated by blank lines"
+        )
 
     def lines(self, next_sentence_prediction=True):
         instances = max(self.instances, 1)
@@ -129,6 +142,7 @@ class UnitMaker:
         spans = self._documents_of(splits.tolist(), [len(document) for document in documents])
         summary = Summary(units=1, text_bytes=unit.end - unit.start, documents=len(documents), bad_lines=bad_lines)
         summary.empty_documents = sum(1 for _, offsets in spans if len(offsets) == 1)
+        summary.single_document_units = int(len(spans) - summary.empty_documents == 1)
         records = []
         for features in self.maker.feature_chunks(
             flat_ids, spans, options.random_seed, unit.index, options.dupe_factor, masked=not options.dynamic_masking
