@@ -273,3 +273,39 @@ def test_mismatched_batches_are_refused_and_empty_batches_served(exported):
     # A full batch still pairs row by row.
     both = pair(text_a=tf.constant(["the cat", "the dog"]), text_b=tf.constant(["sat", "on the mat"]))
     assert both["segment_ids"].numpy().sum(axis=1).tolist() == [2, 4]
+
+
+def test_masked_lm_serving_keeps_mask_whole_and_predicts_there(exported):
+    """Fill-mask from raw text: `[MASK]` in a masked LM's text is the [MASK] id (Google's
+    tokenizer, which other exports keep, would split it into `[`, `mask`, `]`), next to words and
+    inside one, and the prediction at it is the Keras model's argmax over the vocabulary."""
+    root, models = exported
+    model, _, _ = models["masked_lm"]
+    texts = ["the [MASK] sat on the mat .", "un[MASK] [MASK][MASK]", "the [mask] cat"]
+    outputs = tf.saved_model.load(str(root / "masked_lm")).signatures["serving_default"](text_a=tf.constant(texts))
+    ids = outputs["input_ids"].numpy()
+    index = {token: i for i, token in enumerate(VOCAB)}
+    mask, unk = index["[MASK]"], index["[UNK]"]
+    want = [
+        [2, index["the"], mask, index["sat"], index["on"], index["the"], index["mat"], index["."], 3],
+        [2, index["un"], mask, mask, mask, 3],
+        [2, index["the"], unk, unk, unk, index["cat"], 3],  # lower case is no special token: [ mask ] -> 3 x [UNK]
+    ]
+    for row, expected in zip(ids, want):
+        assert row[: len(expected)].tolist() == expected and not row[len(expected) :].any()
+    positions = np.tile(np.arange(ids.shape[1], dtype=np.int32), (len(ids), 1))
+    logits = model(
+        {
+            "input_ids": ids,
+            "input_mask": outputs["input_mask"].numpy(),
+            "segment_ids": outputs["segment_ids"].numpy(),
+            "masked_lm_positions": positions,
+        }
+    )["masked_lm_logits"]
+    predictions = outputs["masked_lm_predictions"].numpy()
+    assert np.array_equal(predictions[ids == mask], np.asarray(logits).argmax(-1)[ids == mask])
+    # Other tasks serve Google's tokens: "[MASK]" in a classifier's text is no mask.
+    classified = tf.saved_model.load(str(root / "classifier")).signatures["serving_default"](
+        text_a=tf.constant(texts[:1]), text_b=tf.constant([""])
+    )
+    assert mask not in classified["input_ids"].numpy()

@@ -12,6 +12,8 @@ tensorflow-text's FastWordpieceTokenizer does the greedy longest-match WordPiece
    and [UNK] for a word that has no complete segmentation.
 """
 
+import re
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -32,12 +34,19 @@ _WHITESPACE = r"[ \x{2028}\x{2029}]"
 class BertTextTokenizer(tf.Module):
     """Raw UTF-8 strings -> WordPiece ids (or words), matching Google's `FullTokenizer`."""
 
-    def __init__(self, vocab, do_lower_case=True, name=None):
+    def __init__(self, vocab, do_lower_case=True, keep_tokens=(), name=None):
+        """`keep_tokens`: vocabulary entries kept whole where they appear in the text, before
+        casing and punctuation splitting (`[MASK]` for fill-mask serving, as Hugging Face's
+        tokenizers treat special tokens); Google's tokenizer keeps none."""
         super().__init__(name=name)
         # A local list: a list attribute of a tf.Module would be wrapped and tracked item by item.
         tokens = list(vocab) if not isinstance(vocab, str) else load_vocab_list(vocab)
+        missing = [token for token in keep_tokens if token not in tokens]
+        if missing:
+            raise ValueError(f"keep_tokens {', '.join(missing)}: not in the vocabulary")
         self.vocab_size = len(tokens)
         self.do_lower_case = do_lower_case
+        self.keep_tokens = tuple(keep_tokens)
         self.unk_id = tokens.index(UNK_TOKEN)
         self._vocab_tensor = tf.constant(tokens)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
@@ -99,13 +108,18 @@ class BertTextTokenizer(tf.Module):
         # NUL would end the splitter's input early; another control character (dropped later
         # as NUL is) keeps every byte offset.
         texts = tf.strings.regex_replace(texts, r"\x{0}", "\x01")
+        # Kept tokens first: RE2 takes the first alternative that matches at a position.
+        kept = "".join(f"{re.escape(token)}|" for token in self.keep_tokens)
         words, begins, ends = tf_text.regex_split_with_offsets(
             texts,
-            delim_regex_pattern=f"[\\t\\n\\r\\p{{Zs}}\\x{{2028}}\\x{{2029}}]|{_PUNCTUATION}|[{_CJK}]",
-            keep_delim_regex_pattern=f"{_PUNCTUATION}|[{_CJK}]",
+            delim_regex_pattern=f"{kept}[\\t\\n\\r\\p{{Zs}}\\x{{2028}}\\x{{2029}}]|{_PUNCTUATION}|[{_CJK}]",
+            keep_delim_regex_pattern=f"{kept}{_PUNCTUATION}|[{_CJK}]",
         )
         rows = words.value_rowids()
         normalized = self.normalize(words.flat_values, split_cjk=False)
+        if self.keep_tokens:  # as written, not lower-cased: the vocabulary entry matches it whole
+            is_kept = tf.reduce_any(tf.equal(words.flat_values[:, None], tf.constant(self.keep_tokens)[None, :]), -1)
+            normalized = tf.where(is_kept, words.flat_values, normalized)
         # A word of only dropped characters (controls, marks) is no word.
         keep = tf.strings.length(normalized) > 0
         normalized, rows, begins, ends = (

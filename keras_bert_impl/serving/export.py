@@ -77,7 +77,11 @@ def fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length):
     digest = hashlib.sha256()
     settings = {key: value for key, value in vars(task).items() if key != "bert_config"}
     digest.update(
-        json.dumps([task.name, settings, do_lower_case, variable_seq_length], sort_keys=True, default=str).encode()
+        json.dumps(
+            [task.name, settings, do_lower_case, variable_seq_length, task.serving_keep_tokens],
+            sort_keys=True,
+            default=str,
+        ).encode()
     )
     digest.update(read_bytes(vocab_file))
     digest.update(model.dtype_policy.name.encode())  # float32 or mixed_bfloat16: the same weights
@@ -114,7 +118,7 @@ def export_saved_model(
             print_(f"{export_dir}: replacing the earlier export from {source.split(':', 1)[1]} (its weights changed)")
             force = True
     with atomic_directory(export_dir, force=force) as temporary, plain_formulas(serving=True):
-        tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case)
+        tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case, keep_tokens=task.serving_keep_tokens)
         vocab = tokenizer.ids_to_tokens(tf.range(tokenizer.vocab_size)).numpy().tolist()
         packer = Packer(
             tokenizer, vocab.index(b"[CLS]"), vocab.index(b"[SEP]"), task.max_seq_length, variable_seq_length

@@ -53,6 +53,8 @@ class Task(abc.ABC):
     hf_architecture: ClassVar[str] = None
     keras_hub_class: ClassVar[str] = None
     label_bias: ClassVar[str] = None
+    # Serving: vocabulary entries a raw text may hold that stay one token (`[MASK]` for fill-mask).
+    serving_keep_tokens: ClassVar[tuple] = ()
 
     def __init__(self, bert_config, max_seq_length=128, label_names=None):
         self.bert_config = bert_config

@@ -28,6 +28,7 @@ class PretrainingTask(Task):
     google_head_prefixes = ("cls/predictions/", "cls/seq_relationship/")
     hf_architecture = "BertForPreTraining"
     keras_hub_class = "BertMaskedLM"  # without its next-sentence head
+    serving_keep_tokens = ("[MASK]",)  # "the [MASK] sat" asks for a prediction at the mask
     loss_terms = {"masked_lm_loss": "masked_lm_weight", "next_sentence_loss": "examples"}
     metric_terms = {"masked_lm_accuracy": "masked_lm_weight", "next_sentence_accuracy": "examples"}
     # Whether the records and the model carry next-sentence labels and the NSP head.
