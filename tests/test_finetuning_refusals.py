@@ -88,3 +88,32 @@ def test_a_sequence_must_hold_cls_a_token_and_sep(model_dir):  # noqa: F811
     for length in (2, 0, -5):
         with pytest.raises(UsageError, match=rf"^--max_seq_length={length}: must be at least 3"):
             config.check_max_seq_length(length)
+
+
+def test_export_saved_model_may_replace_a_runs_own_export_of_the_same_directory(model_dir, tmp_path):  # noqa: F811
+    """run_classifier --export_dir, then export_saved_model.py from that run's directory into the
+    same --export_dir: the same source (recorded as the run's output_dir), so no --force needed;
+    another run's directory still needs it."""
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out, export = tmp_path / "out", tmp_path / "export"
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    options = _options(model_dir, out, do_train=True, num_train_epochs=0.5, export_dir=str(export))
+    run_classifier(options, "MRPC", str(data), processor, log=lambda _: None)
+    flags = dict(
+        bert_config_file=str(model_dir / "bert_config.json"),
+        vocab_file=str(model_dir / "vocab.txt"),
+        init_checkpoint=str(out),
+        model_type="classifier",
+        label_names=["0", "1"],
+        export_dir=str(export),
+        max_seq_length=16,
+    )
+    logs = []
+    build_and_export(ExportOptions(**flags), log=logs.append)
+    assert any(f"{export}: replacing the earlier export from {out}" in line for line in logs)
+    with pytest.raises(FileExistsError, match="already exists and was not exported from"):
+        build_and_export(ExportOptions(**{**flags, "init_checkpoint": str(model_dir)}), log=logs.append)

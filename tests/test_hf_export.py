@@ -94,6 +94,7 @@ def _model(task_name, config, **kwargs):
             },
         ),
         ("classifier", {"label_names": ["a", "b", "c"]}, {"classifier.weight": (3, 32), "classifier.bias": (3,)}),
+        ("regression", {}, {"classifier.weight": (1, 32), "classifier.bias": (1,)}),
         ("squad", {}, {"qa_outputs.weight": (2, 32), "qa_outputs.bias": (2,)}),
         (
             "ner",
@@ -205,6 +206,29 @@ def test_convert_checkpoint_google_to_hugging_face_and_back(tmp_path):
     ) == ("pretrainer")
     assert_same_checkpoints(google / "bert_model.ckpt", tmp_path / "back" / "bert_model.ckpt")
     assert (tmp_path / "back" / "vocab.txt").read_text() == vocab.read_text()
+
+
+def test_a_regression_head_converts_to_transformers_one_label_classifier(tmp_path):
+    """STS-B's head -> BertForSequenceClassification with num_labels=1, which transformers trains
+    and serves as regression (run_glue.py's STS-B); back to Google's names bit-identical."""
+    from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
+    from keras_bert_impl.runners.convert_checkpoint import ConvertOptions, convert_checkpoint
+    from tests.pretraining_fixtures import assert_same_checkpoints
+
+    config = tiny_bert_config(99)
+    google = tmp_path / "google"
+    google.mkdir()
+    config.to_json_file(str(google / "bert_config.json"))
+    (google / "vocab.txt").write_text("\n".join(f"w{i}" for i in range(99)) + "\n")
+    save_google_checkpoint(_model("regression", config), str(google / "bert_model.ckpt"))
+    options = ConvertOptions("google", "huggingface", str(google), str(tmp_path / "hf"), model_type="regression")
+    assert convert_checkpoint(options, log=print) == "regression"
+    values = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert values["architectures"] == ["BertForSequenceClassification"] and values["id2label"] == {"0": "LABEL_0"}
+    _, weights = load_hf_directory(str(tmp_path / "hf"))
+    assert weights["output_weights"].shape == (1, 32) and weights["output_bias"].shape == (1,)
+    convert_checkpoint(ConvertOptions("huggingface", "google", str(tmp_path / "hf"), str(tmp_path / "back")), log=print)
+    assert_same_checkpoints(google / "bert_model.ckpt", tmp_path / "back" / "bert_model.ckpt")
 
 
 @pytest.mark.parametrize(

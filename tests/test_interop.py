@@ -65,6 +65,8 @@ MODELS = {
     "pretrainer": ("pretrainer", {}, "AutoModelForPreTraining", None, 1),
     "masked_lm": ("masked_lm", {}, "AutoModelForMaskedLM", None, 6),
     "classifier": ("classifier", {"label_names": CLASSIFIER_LABELS}, "AutoModelForSequenceClassification", None, 2),
+    # STS-B's head: a one-label BertForSequenceClassification, transformers' regression.
+    "regression": ("regression", {}, "AutoModelForSequenceClassification", None, 7),
     "squad": ("squad", {}, "AutoModelForQuestionAnswering", None, 3),
     "ner": ("ner", {"label_names": NER_LABELS}, "AutoModelForTokenClassification", None, 4),
     "multiple_choice": ("multiple_choice", {"num_choices": NUM_CHOICES}, "AutoModelForMultipleChoice", None, 5),
@@ -75,6 +77,7 @@ ARCHITECTURES = {
     "pretrainer": "BertForPreTraining",
     "masked_lm": "BertForMaskedLM",
     "classifier": "BertForSequenceClassification",
+    "regression": "BertForSequenceClassification",
     "squad": "BertForQuestionAnswering",
     "ner": "BertForTokenClassification",
     "multiple_choice": "BertForMultipleChoice",
@@ -87,6 +90,7 @@ COMPARISONS = [
     ("pretrainer_tanh", "masked_lm_logits", "prediction_logits", "tokens"),
     ("pretrainer_tanh", "next_sentence_logits", "seq_relationship_logits", "all"),
     ("classifier", "logits", "logits", "all"),
+    ("regression", "logits", "logits", "all"),
     ("squad", "start_logits", "start_logits", "tokens"),
     ("squad", "end_logits", "end_logits", "tokens"),
     ("ner", "logits", "logits", "tokens"),
@@ -99,6 +103,7 @@ TRANSFORMERS_OUTPUTS = {
     "pretrainer": ["prediction_logits", "seq_relationship_logits"],
     "masked_lm": ["logits"],
     "classifier": ["logits"],
+    "regression": ["logits"],
     "squad": ["start_logits", "end_logits"],
     "ner": ["logits"],
     "multiple_choice": ["logits"],
@@ -151,6 +156,7 @@ def _inputs(tokenizer):
         "pretrainer": pretraining,
         "masked_lm": pretraining,
         "classifier": paired,
+        "regression": paired,
         "squad": paired,
         "ner": _pad(single),
         "multiple_choice": unfolded,
@@ -203,7 +209,15 @@ def _build_and_export(name, config, weights, vocab, root):
     save_google_checkpoint(model, os.path.join(google, "bert_model.ckpt"))
     hf = os.path.join(root, name, "huggingface")
     written = convert_checkpoint(
-        ConvertOptions("google", "huggingface", google, hf, vocab_file=vocab, label_names=options.get("label_names")),
+        ConvertOptions(
+            "google",
+            "huggingface",
+            google,
+            hf,
+            vocab_file=vocab,
+            label_names=options.get("label_names"),
+            model_type=task_name,  # a one-output head reads as a classifier's unless told
+        ),
         log=print,
     )
     assert written == task_name

@@ -142,8 +142,9 @@ def _head_mismatch(prefix, error):
         return CheckpointMismatchError(f"{prefix}: does not fit the model ({str(error).splitlines()[0]})")
     theirs, ours, name = match.groups()
     return CheckpointMismatchError(
-        f"{prefix}: its {name} has shape {theirs}, this model's {ours}: a head of another size; pass the labels "
-        "(--label_names / --num_labels) or --model_type it was trained with"
+        f"{prefix}: its {name} has shape {theirs}, this model's {ours}: a head of another task or label set; "
+        "use the task and labels it was trained with (export: --model_type, --label_names), or start from the "
+        "checkpoint it was fine-tuned from"
     )
 
 

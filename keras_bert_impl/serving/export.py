@@ -59,13 +59,19 @@ def export_record(export_dir):
         return {}
 
 
+def _same_source(record, source):
+    """The export's record names `source`'s weights: a run's output_dir is the same source whether a
+    fine-tuning run exported it ("output_dir:") or export_saved_model.py ("init_checkpoint:")."""
+    return bool(record.get("source")) and record["source"].split(":", 1)[-1] == source.split(":", 1)[-1]
+
+
 def check_export_dir(export_dir, force, source, inputs=None):
     """Before heavy work: `export_dir` is new, or `force` replaces it, or it is an earlier export
     of `source` (this command's own; whether it is current is decided when the model is ready).
     It never holds one of `inputs` ({flag: path}: the checkpoint, the run's output_dir, the vocabulary)."""
     check_writable(export_dir, "--export_dir", kind="replaced")
     check_not_holding_inputs(export_dir, "--export_dir", inputs or {})
-    if exists(export_dir) and not force and export_record(export_dir).get("source") != source:
+    if exists(export_dir) and not force and not _same_source(export_record(export_dir), source):
         raise FileExistsError(
             f"{export_dir}: already exists and was not exported from {source.split(':', 1)[1]}; pass --force to "
             "replace it (or choose another --export_dir)"
@@ -111,7 +117,7 @@ def export_saved_model(
     mark = fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length)
     if source and not force and exists(export_dir):
         record = export_record(export_dir)
-        if record.get("source") == source:
+        if _same_source(record, source):
             if record.get("fingerprint") == mark:
                 print_(f"{export_dir}: already holds this model (the same weights, vocabulary and options); kept")
                 return export_dir

@@ -88,6 +88,11 @@ class RegressionTask(Task):
     """One score per example (STS-B), squared error; Pearson and Spearman correlation."""
 
     name = "regression"
+    # Google's classifier head with one output; transformers' BertForSequenceClassification with
+    # num_labels=1 (one id2label entry) is its regression, as run_glue.py trains STS-B.
+    google_head_prefixes = ("output_",)
+    hf_architecture = "BertForSequenceClassification"
+    label_bias = "output_bias"
     loss_terms = {"loss_sum": "examples"}
 
     def feature_spec(self, is_training=True):
