@@ -117,3 +117,22 @@ def test_export_saved_model_may_replace_a_runs_own_export_of_the_same_directory(
     assert any(f"{export}: replacing the earlier export from {out}" in line for line in logs)
     with pytest.raises(FileExistsError, match="already exists and was not exported from"):
         build_and_export(ExportOptions(**{**flags, "init_checkpoint": str(model_dir)}), log=logs.append)
+
+
+def test_resuming_fine_tuning_at_another_sequence_length_is_refused(model_dir, tmp_path):  # noqa: F811
+    """The records are remade at the new length, so the checkpointed data position would be one
+    of another file: refused, naming the flag, as a changed batch size is."""
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out = tmp_path / "out"
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    logs = []
+    run_classifier(
+        _options(model_dir, out, do_train=True, num_train_epochs=0.5), "MRPC", str(data), processor, logs.append
+    )
+    assert "training 3 steps of 4 examples" in logs
+    longer = _options(model_dir, out, do_train=True, num_train_epochs=1.0, max_seq_length=12)
+    with pytest.raises(UsageError, match=r"written reading --max_seq_length=16, not 12; resume with the same"):
+        run_classifier(longer, "MRPC", str(data), processor, log=lambda _: None)

@@ -119,12 +119,23 @@ def test_vocab_without_unk_is_rejected(tmp_path):
         FullTokenizer(str(path))
 
 
-def test_casing_flag_checked_against_google_checkpoint_names():
-    with pytest.raises(ValueError, match="pass --do_lower_case=True"):
-        validate_case_matches_checkpoint(False, "/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
-    with pytest.raises(ValueError, match="pass --do_lower_case=False"):
-        validate_case_matches_checkpoint(True, "/m/cased_L-12_H-768_A-12/bert_model.ckpt")
-    validate_case_matches_checkpoint(True, "/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
+def test_casing_flag_checked_against_google_checkpoint_names(tmp_path):
+    for path in (
+        "/m/uncased_L-12_H-768_A-12/bert_model.ckpt",
+        "/m/uncased_L-12_H-768_A-12",
+        "uncased_L-12_H-768_A-12/",
+    ):
+        with pytest.raises(ValueError, match="pass --do_lower_case=True"):
+            validate_case_matches_checkpoint(False, path)
+        validate_case_matches_checkpoint(True, path)
+    for path in ("/m/cased_L-12_H-768_A-12/bert_model.ckpt", "/m/cased_L-12_H-768_A-12"):
+        with pytest.raises(ValueError, match="pass --do_lower_case=False"):
+            validate_case_matches_checkpoint(True, path)
+    # A Hugging Face directory says its casing in tokenizer_config.json.
+    (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": true}')
+    with pytest.raises(ValueError, match=r"tokenizer_config.json: says do_lower_case=true but --do_lower_case=False"):
+        validate_case_matches_checkpoint(False, str(tmp_path))
+    validate_case_matches_checkpoint(True, str(tmp_path))
 
 
 def _google_tokenizer(vocab, do_lower_case):

@@ -4,6 +4,8 @@ Same tokens as Google's pure-Python tokenizer (see `BertTextTokenizer` for the r
 faster on batches: use `tokenize_batch` / `tokenize_to_ids` for more than a handful of texts.
 """
 
+import json
+import os
 import re
 
 import numpy as np
@@ -72,13 +74,25 @@ class FullTokenizer:
 
 
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
-    """Raises when --do_lower_case contradicts the casing of a released Google checkpoint's name."""
+    """Raises when --do_lower_case contradicts the casing of a released Google checkpoint's name
+    (its bert_model.ckpt prefix or its directory), or a Hugging Face directory's
+    tokenizer_config.json."""
     if not init_checkpoint:
         return
+    tokenizer_config = os.path.join(init_checkpoint, "tokenizer_config.json")
+    if os.path.isfile(tokenizer_config):
+        try:
+            with open(tokenizer_config, encoding="utf-8") as reader:
+                lower = json.load(reader).get("do_lower_case")
+        except (OSError, ValueError):
+            lower = None
+        if lower is not None and bool(lower) != bool(do_lower_case):
+            raise UsageError(
+                f"{tokenizer_config}: says do_lower_case={str(lower).lower()} but --do_lower_case={do_lower_case}; "
+                f"pass --do_lower_case={bool(lower)}"
+            )
     match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model\.ckpt", init_checkpoint)
-    if match is None:
-        return
-    name = match.group(1)
+    name = match.group(1) if match else os.path.basename(os.path.normpath(init_checkpoint))
     lower_cased = {
         "uncased_L-24_H-1024_A-16",
         "uncased_L-12_H-768_A-12",

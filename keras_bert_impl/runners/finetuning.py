@@ -165,15 +165,23 @@ class FineTuningRun(RunSetup):
 
     def train_on(self, dataset, num_train_steps, eval_schedule=None, input_flags=None):
         """Trains on the batches of `dataset`; returns the `TrainResult`. `input_flags`: what else,
-        beside the batch size, a resume must not change."""
+        beside the batch size and sequence length (the records are remade at another length), a
+        resume must not change."""
         options = self.options
-        self.log(f"training {num_train_steps} steps of {options.train_batch_size} examples")
+        self.log(
+            f"training {num_train_steps} step{'s' if num_train_steps != 1 else ''} of "
+            f"{options.train_batch_size} examples"
+        )
         result = self.trainer.train(
             dataset,
             num_train_steps,
             options.train_batch_size,
             eval_schedule=eval_schedule,
-            input_flags={"--train_batch_size": options.train_batch_size, **(input_flags or {})},
+            input_flags={
+                "--train_batch_size": options.train_batch_size,
+                "--max_seq_length": options.max_seq_length,
+                **(input_flags or {}),
+            },
         )
         best = result.best
         if best is not None and best.best_step is not None and best.best_step != self.trainer.global_step:
