@@ -1,9 +1,11 @@
 """Progress lines for long jobs: rate and ETA, at most every `interval` seconds (and at the end).
 
-Shared by the data tools and the Trainer so every long job reports the same way. Imports nothing
-of the project.
+Shared by the data tools and the Trainer so every long job reports the same way; `heartbeat` for a
+library call that reports nothing. Imports nothing of the project.
 """
 
+import contextlib
+import threading
 import time
 
 # How often a long job says how far it is, at the least (the brief: every half minute).
@@ -55,6 +57,26 @@ class Progress:
             line += f", {extra}"
         self.log(f"{line}, ETA {format_seconds(self.eta_of(done))}")
         return True
+
+
+@contextlib.contextmanager
+def heartbeat(log, what, interval=DEFAULT_INTERVAL_SECONDS, clock=time.monotonic):
+    """Logs `what` and the time spent every `interval` seconds while the block runs: for a library
+    call that reports nothing of its own (tensorflow-text's vocabulary learner)."""
+    done = threading.Event()
+    start = clock()
+
+    def beat():
+        while not done.wait(interval):
+            log(f"{what}: {format_seconds(clock() - start)} so far")
+
+    thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 class LimitedWarnings:

@@ -273,3 +273,28 @@ def test_a_signal_in_our_own_code_raises_at_once(handler):
     with pytest.raises(Interrupted) as stopped:
         handler(signal.SIGINT, _frame_of_module("tfrecord_tools.pretraining_data"))
     assert stopped.value.signal_name == "SIGINT"
+
+
+def test_a_signal_in_tensorflow_texts_vocabulary_learner_raises_at_once(handler):
+    """The learner is pure Python (minutes on a large corpus): Ctrl-C stops it at once, where a
+    signal inside tensorflow-text's ops waits."""
+    from keras_bert_common.errors import Interrupted
+
+    with pytest.raises(Interrupted):
+        handler(
+            signal.SIGINT, _frame_of_module("tensorflow_text.tools.wordpiece_vocab.wordpiece_tokenizer_learner_lib")
+        )
+    signal.signal(signal.SIGINT, handler)
+    handler(signal.SIGINT, _frame_of_module("tensorflow_text.python.ops.fast_wordpiece_tokenizer"))  # no raise
+
+
+def test_heartbeat_says_how_long_a_silent_call_has_run_and_stops_with_it():
+    from keras_bert_common.progress import heartbeat
+
+    lines, clock = [], iter(range(0, 1000, 40))
+    with heartbeat(lines.append, "learning the vocabulary", interval=0.05, clock=lambda: next(clock)):
+        time.sleep(0.3)
+    count = len(lines)
+    time.sleep(0.2)
+    assert len(lines) == count >= 2  # beat while the block ran, and not after
+    assert lines[0] == "learning the vocabulary: 0:00:40 so far"

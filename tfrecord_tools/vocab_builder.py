@@ -11,7 +11,7 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from keras_bert_common import stop
 from keras_bert_common.errors import UsageError
-from keras_bert_common.progress import LimitedWarnings, Progress
+from keras_bert_common.progress import LimitedWarnings, Progress, heartbeat
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -95,10 +95,11 @@ def build_wordpiece_vocab(
     )
     items = sorted(counts.items())
     target, best = vocab_size, None
-    for _ in range(5):
-        vocab = learner.learn(
-            items, target, list(reserved_tokens), lower_thresh=min_count, upper_thresh=max(counts.values()) + 1
-        )
+    for attempt in range(1, 6):
+        with heartbeat(log, f"learning the vocabulary (attempt {attempt} of at most 5)"):
+            vocab = learner.learn(
+                items, target, list(reserved_tokens), lower_thresh=min_count, upper_thresh=max(counts.values()) + 1
+            )
         if len(vocab) <= vocab_size:
             best = vocab if best is None or len(vocab) > len(best) else best
             if len(vocab) >= 0.95 * vocab_size or target == vocab_size:
