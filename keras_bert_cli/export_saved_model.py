@@ -17,10 +17,11 @@ shared.define_model_flags()
 shared.define_tokenizer_flags()
 flags.DEFINE_string(
     "model_type",
-    "encoder",
+    None,
     "What the SavedModel serves: a task of keras_bert_impl/tasks/registry.py (encoder, pretrainer, masked_lm, "
     "classifier, regression: one score as STS-B, squad, ner, multiple_choice, sentence_embedding, or one you "
-    "register).",
+    "register). Default: what a fine-tuning run's --init_checkpoint trained (its meta.json, with its labels), "
+    "else encoder.",
 )
 flags.DEFINE_integer(
     "num_labels", None, "classifier / ner without --label_names: the number of classes (named 0..N-1)."
@@ -58,16 +59,27 @@ flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
 
 
 def main(_):
-    from keras_bert_impl.serving.export import ExportOptions, build_and_export
-    from keras_bert_impl.tasks.registry import task_class
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export, trained_task
+    from keras_bert_impl.tasks.registry import task_class, task_parameters
 
-    label_names = FLAGS.label_names
+    log = app.Log()
+    model_type, label_names, num_choices = FLAGS.model_type, FLAGS.label_names, FLAGS.num_choices
     if not label_names and FLAGS.num_labels:
         label_names = [str(index) for index in range(FLAGS.num_labels)]
-    task = task_class(FLAGS.model_type)  # before any work: a known task
-    if task.label_bias and not label_names:  # a head with named outputs
-        raise UsageError(f"--model_type={FLAGS.model_type} needs --label_names (or --num_labels)")
-    build_and_export(shared.options_of(ExportOptions, label_names=label_names), log=app.Log())
+    if model_type is None:
+        # A fine-tuned run exports its head, not the encoder under it.
+        trained = trained_task(FLAGS.init_checkpoint) or {"model_type": "encoder"}
+        model_type = trained["model_type"]
+        label_names = label_names or trained.get("labels")
+        if trained.get("num_choices") and not FLAGS["num_choices"].present:
+            num_choices = trained["num_choices"]
+        if model_type != "encoder":
+            log(f"--model_type={model_type} (what {FLAGS.init_checkpoint} trained, from its meta.json)")
+    task = task_class(model_type)  # before any work: a known task
+    if task.label_bias and "label_names" in task_parameters(model_type) and not label_names:  # named outputs
+        raise UsageError(f"--model_type={model_type} needs --label_names (or --num_labels)")
+    options = shared.options_of(ExportOptions, model_type=model_type, label_names=label_names, num_choices=num_choices)
+    build_and_export(options, log=log)
 
 
 def console_main():

@@ -384,3 +384,49 @@ def test_periodic_evaluations_reuse_their_traces(model_dir, tmp_path):
     second = run.predict(features, 3)["logits"]
     assert np.array_equal(first, second) and run._predict_steps == steps
     assert all(step.experimental_get_tracing_count() == 1 for step in steps.values())
+
+
+def test_export_command_serves_the_head_a_run_trained_by_default(model_dir, tmp_path):
+    """export_saved_model.py without --model_type, from a fine-tuning run's directory, exports the
+    classifier with its labels (meta.json), not the encoder under it; --model_type=regression needs
+    no labels."""
+    import tensorflow as tf
+
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    out = tmp_path / "out"
+    options = _options(model_dir, out, do_train=True, num_train_epochs=0.5)
+    run_classifier(options, "MRPC", str(data), ClassificationProcessor.for_task("MRPC", str(data)), log=lambda _: None)
+    common = [
+        sys.executable,
+        os.path.join(REPO_ROOT, "export_saved_model.py"),
+        f"--bert_config_file={model_dir}/bert_config.json",
+        f"--vocab_file={model_dir}/vocab.txt",
+        "--max_seq_length=16",
+    ]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    run = subprocess.run(
+        common + [f"--init_checkpoint={out}", f"--export_dir={tmp_path}/saved"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"--model_type=classifier (what {out} trained, from its meta.json)" in run.stderr
+    import tensorflow_text  # noqa: F401 -- its ops are in the graph
+
+    outputs = tf.saved_model.load(f"{tmp_path}/saved").signatures["serving_default"](
+        text_a=tf.constant(["the movie was good"]), text_b=tf.constant(["the film is great"])
+    )
+    assert outputs["probabilities"].shape == (1, 2) and outputs["labels"].numpy()[0] in (b"0", b"1")
+    regression = subprocess.run(
+        common + ["--model_type=regression", "--allow_random_weights", f"--export_dir={tmp_path}/score"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert regression.returncode == 0, regression.stderr[-2000:]

@@ -95,6 +95,9 @@ class RegressionTask(Task):
     label_bias = "output_bias"
     loss_terms = {"loss_sum": "examples"}
 
+    def __init__(self, bert_config, max_seq_length=128):  # one score, no label names
+        super().__init__(bert_config, max_seq_length)
+
     def feature_spec(self, is_training=True):
         return feature_specs.classification_spec(self.max_seq_length, is_regression=True)
 
