@@ -83,8 +83,9 @@ def test_classifier_keeps_the_best_checkpoint_and_predicts_with_it(model_dir, tm
     assert best_step == 18 or not all(np.array_equal(a, b) for a, b in zip(kept, last))
     for a, b in zip(kept, regular):
         np.testing.assert_array_equal(a, b)
-    # The final evaluation is the best model's.
+    # The final evaluation is the best model's, and says its step, as Google's global_step does.
     assert result.eval["eval_loss"] == pytest.approx(min(losses), abs=1e-6)
+    assert f"global_step = {best_step}\n" in (out / "eval_results.txt").read_text()
     predicted = (out / "test_results.tsv").read_text()
     # Without --do_train, the runner restores the best checkpoint, not the newest.
     again = _options(model_dir, out, do_eval=True, do_predict=True, keep_best_checkpoint="eval_loss")
@@ -92,6 +93,7 @@ def test_classifier_keeps_the_best_checkpoint_and_predicts_with_it(model_dir, tm
     assert rerun.eval["eval_loss"] == pytest.approx(min(losses), abs=1e-6)
     assert (out / "test_results.tsv").read_text() == predicted
     assert any("restored the best checkpoint" in line for line in logs)
+    assert rerun.eval["global_step"] == best_step
 
 
 def test_early_stopping_ends_training_after_the_patience(model_dir, tmp_path):  # noqa: F811

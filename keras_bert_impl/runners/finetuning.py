@@ -85,6 +85,7 @@ class FineTuningRun(RunSetup):
         super().__init__(options, log, eval_flag)
         self.tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
         self._predict_steps = {}  # bucket length -> its prediction tf.function
+        self.weights_step = None  # the step of the best checkpoint, once its weights are in use
         self.config.check_vocab_size(len(self.tokenizer.inv_vocab), options.vocab_file, options.bert_config_file)
 
     @staticmethod
@@ -119,6 +120,7 @@ class FineTuningRun(RunSetup):
             best = BestCheckpoint(self.options.output_dir, self.options.keep_best_checkpoint, write=False)
             path = best.restore(self.model) if best.best_step is not None else None  # kept by this metric
             if path:
+                self.weights_step = best.best_step
                 self.log(f"restored the best checkpoint {path} ({best.metric} = {best.best_value:.4f})")
                 return
             self.log_warning(
@@ -187,6 +189,7 @@ class FineTuningRun(RunSetup):
         if best is not None and best.best_step is not None and best.best_step != self.trainer.global_step:
             # Evaluation, prediction and export from here on use the best model.
             best.restore(self.model)
+            self.weights_step = best.best_step
             self.log(f"using the best checkpoint, of step {best.best_step} ({best.metric} = {best.best_value:.4f})")
         return result
 
@@ -249,7 +252,9 @@ class FineTuningRun(RunSetup):
 
     def write_results(self, results, name="eval_results.txt"):
         """Google's eval_results.txt, the log, and TensorBoard (`output_dir/eval`)."""
-        results = {**results, "global_step": self.trainer.global_step}
+        # Google's global_step: the step of the weights evaluated (the best one's, when kept).
+        step = self.weights_step if self.weights_step is not None else self.trainer.global_step
+        results = {**results, "global_step": step}
         self.trainer.write_eval_summaries(results)
         if self.trainer.is_chief:
             write_eval_results(results, os.path.join(self.options.output_dir, name))
