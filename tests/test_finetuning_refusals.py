@@ -136,3 +136,17 @@ def test_resuming_fine_tuning_at_another_sequence_length_is_refused(model_dir, t
     longer = _options(model_dir, out, do_train=True, num_train_epochs=1.0, max_seq_length=12)
     with pytest.raises(UsageError, match=r"written reading --max_seq_length=16, not 12; resume with the same"):
         run_classifier(longer, "MRPC", str(data), processor, log=lambda _: None)
+
+
+def test_a_file_where_most_rows_do_not_fit_the_task_is_refused(model_dir, tmp_path):  # noqa: F811
+    """STS-B's scores under --task_name=MRPC: only the rows scored 0 or 1 would be kept."""
+    from keras_bert_impl.runners.run_classifier import run_classifier
+    from tfrecord_tools.classification_data import ClassificationProcessor
+
+    data = _mrpc(tmp_path)
+    rows = (data / "train.tsv").read_text().splitlines()
+    scored = [f"{score}\t1\t2\tthe cat\tthe dog" for score in ("3.2", "4.0", "2.5", "0.8")]
+    (data / "train.tsv").write_text("\n".join(rows[:4] + scored) + "\n")
+    processor = ClassificationProcessor.for_task("MRPC", str(data))
+    with pytest.raises(UsageError, match=r"train.tsv: 4 rows skipped \(see the warnings\), only 3 usable: is this"):
+        run_classifier(_options(model_dir, tmp_path / "out", do_train=True), "MRPC", str(data), processor, log=print)

@@ -52,6 +52,15 @@ def test_resuming_without_the_next_sentence_task_names_the_flag(trained, tmp_pat
     assert sorted(os.listdir(copy)) == sorted(os.listdir(out))  # nothing trained or written
 
 
+def test_a_run_already_past_its_steps_says_there_is_nothing_to_train(trained, tmp_path):
+    paths, out = trained
+    copy = _copy(out, tmp_path)
+    logs = []
+    result = run_pretraining(PretrainingOptions(**pretraining_flags(paths, copy, num_train_steps=3)), log=logs.append)
+    assert f"resumed from {copy}/ckpt-5 at step 5" in logs
+    assert "already past --num_train_steps=3: nothing to train" in logs and result.train.final_step == 5
+
+
 def test_resuming_with_another_head_count_names_the_config_key(trained, tmp_path):
     """4 heads or 2 over hidden 32: every weight keeps its shape, so only the config can tell."""
     from keras_bert_impl.models.bert_config import BertConfig

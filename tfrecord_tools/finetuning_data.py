@@ -175,9 +175,16 @@ def write_meta(directory, meta):
 
 
 def _require_examples(examples, path, what="usable rows", skipped=0, hint="check the file and the task's column flags"):
+    """Some examples, and more than were skipped: a file where most rows do not fit is another
+    task's (MRPC's --task_name over STS-B's files kept the 2 rows whose score was 0 or 1)."""
     if not examples:
         detail = f" ({skipped} skipped, see the warnings)" if skipped else ""
         raise UsageError(f"{path}: holds no {what}{detail}; {hint}")
+    if skipped > len(examples):
+        raise UsageError(
+            f"{path}: {skipped} rows skipped (see the warnings), only {len(examples)} usable: is this the data of "
+            f"another task? Check --task_name; {hint}"
+        )
 
 
 def write_classification_data(processor, task_name, splits, tokenizer, max_seq_length, output_dir):

@@ -268,6 +268,8 @@ class Trainer:
         restored = self.checkpoints.open(self.iterator)
         if restored:
             self.log(f"resumed from {restored} at step {self.global_step}")
+            if self.global_step >= num_train_steps:
+                self.log(f"already past --num_train_steps={num_train_steps}: nothing to train")
         result = TrainResult(final_step=self.global_step, start_step=self.global_step, resumed_from=restored)
         if eval_schedule is not None and eval_schedule.keep_best:
             result.best = BestCheckpoint(
