@@ -102,6 +102,13 @@ def test_new_words_fill_unused_slots_first_then_append_and_old_ids_stay(domain):
     assert extension.tokens_per_word_after == pytest.approx(after, abs=1e-9) and after < before
     report = json.loads((tmp_path / "out" / "vocab_extension.json").read_text())
     assert report["in_unused_slots"] == 3 and report["appended"] == 1 and report["vocab_size_after"] == len(tokens)
+    # Asking for more than qualify adds what does, and says why there are no more.
+    logs = []
+    more = extend_vocabulary([text], base_vocab, str(tmp_path / "more"), num_new_tokens=100, log=logs.append)
+    assert len(more.added) == len(saved) < 100
+    assert f"--num_new_tokens=100: only {len(saved)} words qualify (seen at least --min_count=2 times" in "\n".join(
+        logs
+    )
 
 
 def _base_model(tmp_path, heads=True):

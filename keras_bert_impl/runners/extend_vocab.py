@@ -97,6 +97,12 @@ def extend_vocabulary(
         f"appended; vocab_size {report['vocab_size_before']} -> {report['vocab_size_after']}): {shown}"
         + (", ..." if len(extension.added) > 12 else "")
     )
+    if len(extension.added) < num_new_tokens:
+        getattr(log, "warning", log)(
+            f"--num_new_tokens={num_new_tokens}: only {len(extension.added)} words qualify (seen at least "
+            f"--min_count={min_count} times and more than one token in the base vocabulary); lower --min_count or "
+            "give more text for more"
+        )
     before, after = extension.tokens_per_word_before, extension.tokens_per_word_after
     log(
         f"the domain text: {before:.3f} tokens per word before, {after:.3f} after "
