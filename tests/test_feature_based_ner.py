@@ -221,3 +221,6 @@ def test_feature_based_ner_resumes_exactly(model_dir, tmp_path):
 
     with pytest.raises(CheckpointMismatchError, match="--feature_based"):
         run_ner(_ner_options(model_dir, resumed, conll, feature_based="last", **settings))
+    # Nor can fine-tuning (the flag left out): the line names it, not tf.data's iterator internals.
+    with pytest.raises(CheckpointMismatchError, match=r"--feature_based=weighted_sum_all, --lstm_size=\d+, not unset"):
+        run_ner(_ner_options(model_dir, resumed, conll, feature_based=None, **settings))

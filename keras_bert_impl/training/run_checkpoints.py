@@ -122,17 +122,22 @@ class RunCheckpoints:
             if not tf.io.gfile.exists(path):
                 return  # written before this record existed
             saved = json.loads(read_bytes(path))
+            # A flag the new run lacks was left out (a --feature_based run resumed without it); one
+            # only the new run has came after the record was written, and is not compared.
             changed = [flag for flag, value in input_flags.items() if flag in saved and saved[flag] != value]
+            changed += [flag for flag in saved if flag not in input_flags]
             if changed:
 
                 def shown(value):
+                    if value is None:
+                        return "unset"
                     return describe_files(value) if isinstance(value, list) else value
 
                 raise CheckpointMismatchError(
                     f"{self.output_dir}: its checkpoints were written reading "
                     + ", ".join(f"{flag}={shown(saved[flag])}" for flag in changed)
                     + ", not "
-                    + ", ".join(f"{shown(input_flags[flag])}" for flag in changed)
+                    + ", ".join(f"{shown(input_flags.get(flag))}" for flag in changed)
                     + f"; resume with the same {' and '.join(changed)}, or pass a new --output_dir to train on this "
                     "data (--init_checkpoint=<that output_dir> starts from its weights)"
                 )
