@@ -32,6 +32,9 @@ def trained(tmp_path_factory):
         next_sentence_prediction=False,
     )
     create_pretraining_data([paths["corpus.txt"]], [paths["mlm.tfrecord"]], options, log=_quiet)
+    paths["dynamic.tfrecord"] = os.path.join(os.path.dirname(paths["train.tfrecord"]), "dynamic.tfrecord")
+    options = dataclasses.replace(options, next_sentence_prediction=True, dynamic_masking=True, dupe_factor=1)
+    create_pretraining_data([paths["corpus.txt"]], [paths["dynamic.tfrecord"]], options, log=_quiet)
     out = str(tmp_path_factory.mktemp("resume_checks_run") / "out")
     run_pretraining(PretrainingOptions(**pretraining_flags(paths, out, num_train_steps=5)), log=_quiet)
     return paths, out
@@ -59,6 +62,22 @@ def test_a_run_already_past_its_steps_says_there_is_nothing_to_train(trained, tm
     result = run_pretraining(PretrainingOptions(**pretraining_flags(paths, copy, num_train_steps=3)), log=logs.append)
     assert f"resumed from {copy}/ckpt-5 at step 5" in logs
     assert "already past --num_train_steps=3: nothing to train" in logs and result.train.final_step == 5
+
+
+def test_a_killed_run_is_checked_against_the_config_it_started_with(trained, tmp_path):
+    """bert_config.json is written when training starts, not only with the final export."""
+    from keras_bert_impl.models.bert_config import BertConfig
+
+    paths, _ = trained
+    out = str(tmp_path / "run")
+    flags = pretraining_flags(paths, out, num_train_steps=3, export_google_checkpoint=False)
+    run_pretraining(PretrainingOptions(**flags), log=_quiet)  # as a run killed before its export
+    assert not any(name.startswith("bert_model.ckpt") for name in os.listdir(out))
+    config = BertConfig.from_json_file(paths["bert_config.json"])
+    other = str(tmp_path / "two_heads.json")
+    dataclasses.replace(config, num_attention_heads=2).to_json_file(other)
+    with pytest.raises(UsageError, match="num_attention_heads=4, not 2"):
+        run_pretraining(PretrainingOptions(**{**flags, "bert_config_file": other, "num_train_steps": 5}), log=_quiet)
 
 
 def test_resuming_with_another_head_count_names_the_config_key(trained, tmp_path):
@@ -109,12 +128,13 @@ def test_a_model_put_into_output_dir_is_not_overwritten(trained, tmp_path):
 
 def test_input_files_of_two_kinds_are_refused_naming_the_odd_one(trained, tmp_path):
     paths, _ = trained
-    nsp, mlm = paths["train.tfrecord"], paths["mlm.tfrecord"]
-    flags = pretraining_flags(paths, str(tmp_path / "a"), input_file=f"{mlm},{nsp}", num_train_steps=2)
-    with pytest.raises(UsageError) as error:
+    nsp, mlm, dynamic = paths["train.tfrecord"], paths["mlm.tfrecord"], paths["dynamic.tfrecord"]
+    # Masked records after unmasked ones: dynamic masking would mask them a second time.
+    flags = pretraining_flags(paths, str(tmp_path / "a"), input_file=f"{dynamic},{nsp}", num_train_steps=2)
+    with pytest.raises(UsageError, match=rf"^{nsp}: pretraining records lack feature\(s\) mlm_candidates"):
         run_pretraining(PretrainingOptions(**flags), log=_quiet)
-    assert str(error.value).startswith(f"{nsp}: holds records with features ")
-    assert f"unlike {mlm} (" in str(error.value) and "pass one kind in --input_file" in str(error.value)
+    # Next-sentence records where the first file's task needs none are only read without labels: no
+    # refusal; the reverse lacks the labels the task trains on.
     flags = pretraining_flags(paths, str(tmp_path / "b"), input_file=f"{nsp},{mlm}", num_train_steps=2)
     with pytest.raises(UsageError, match=rf"^{mlm}: pretraining records lack feature\(s\) next_sentence_labels"):
         run_pretraining(PretrainingOptions(**flags), log=_quiet)
@@ -123,23 +143,30 @@ def test_input_files_of_two_kinds_are_refused_naming_the_odd_one(trained, tmp_pa
 
 def test_an_id_past_the_embedding_table_mid_training_names_the_files():
     """TensorFlow's own message for a lookup past the table, from a Keras embedding in a
-    tf.function as the train step runs it, becomes one line with the files and the fix."""
+    tf.function as the train step runs it, becomes one line with the files and the fix; a gather
+    past a table of another size (the masked positions' flat gather) is passed on."""
     import keras
     import tensorflow as tf
 
-    from keras_bert_impl.training.input_pipeline import reading
+    from keras_bert_impl.models.bert_config import BertConfig
+    from keras_bert_impl.training.input_pipeline import embedding_tables, reading
 
+    tables = embedding_tables(BertConfig(vocab_size=7, hidden_size=8, num_attention_heads=2, type_vocab_size=2))
     table = keras.layers.Embedding(7, 3)
     table.build((None,))
     lookup = tf.function(lambda ids: table(ids))
     with pytest.raises(UsageError) as error:
-        with reading(["a.tfrecord", "b.tfrecord"]):
+        with reading(["a.tfrecord", "b.tfrecord"], tables):
             lookup(tf.constant([[1, 9, 2]]))
     assert str(error.value) == (
         "a.tfrecord, b.tfrecord: a record holds id 9, outside an embedding table of 7 rows (token ids from a "
-        "larger vocab.txt than bert_config.json's vocab_size, or segment ids past its type_vocab_size); recreate "
-        "the records with the model's vocab.txt, or pass the bert_config.json of their vocabulary"
+        "larger vocab.txt than bert_config.json's vocab_size); recreate the records with the model's vocab.txt, "
+        "or pass the bert_config.json of their vocabulary"
     )
+    flat_gather = tf.function(lambda positions: tf.gather(tf.zeros([16, 3]), positions))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"= 17 is not in \[0, 16\)"):
+        with reading(["a.tfrecord"], tables):
+            flat_gather(tf.constant([17]))
     with pytest.raises(tf.errors.InvalidArgumentError):  # any other error passes through
-        with reading(["a.tfrecord"]):
+        with reading(["a.tfrecord"], tables):
             tf.debugging.assert_equal(1, 2)

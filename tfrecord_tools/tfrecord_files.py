@@ -83,7 +83,7 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True, voca
     and (with `vocab_size`) the first records' token ids fit the model's vocabulary. Raises
     UsageError naming the file, the feature, both values and the flag to change (its value, where
     `lengths_are_flags`: each feature as long as its flag, as in pretraining). The whole file
-    is checked to be complete (`check_complete`). Returns the first record's feature names."""
+    is checked to be complete (`check_complete`)."""
     check_complete(path)
     try:
         # One read: the first record for the features, the first hundred for the token ids.
@@ -134,7 +134,6 @@ def check_records_match(path, spec, what="records", lengths_are_flags=True, voca
         _check_token_ids(
             path, records, [name for name in TOKEN_ID_FEATURES if name in spec and name in names], vocab_size
         )
-    return names
 
 
 def _check_token_ids(path, records, names, vocab_size):

@@ -18,7 +18,7 @@ from keras_bert_common.files import atomic_output, check_readable_file
 from keras_bert_impl.runners.outputs import write_eval_results
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.bucketing import fill_beyond, prediction_batches, training_bucketing
-from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
+from keras_bert_impl.training.input_pipeline import embedding_tables, make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule
 from tfrecord_tools import tfrecord_files
@@ -162,7 +162,7 @@ class FineTuningRun(RunSetup):
             seed=options.random_seed,
             bucketing=bucketing,
         )
-        with reading([path]):
+        with reading([path], embedding_tables(self.config)):
             return self.train_on(dataset, num_train_steps, eval_schedule)
 
     def train_on(self, dataset, num_train_steps, eval_schedule=None, input_flags=None):
@@ -196,7 +196,7 @@ class FineTuningRun(RunSetup):
     def read_features(self, path, is_training=False):
         spec = self.task.feature_spec(is_training=is_training)
         tfrecord_files.check_records_match(path, spec, lengths_are_flags=False, vocab_size=self.config.vocab_size)
-        with reading([path]):
+        with reading([path], embedding_tables(self.config)):
             return tfrecord_files.read_tfrecord(path, spec)
 
     def predict(self, features, batch_size):

@@ -1,20 +1,21 @@
 """`run_pretraining`: what run_pretraining.py does, as a library function over `PretrainingOptions`."""
 
 import dataclasses
+import json
 import os
 import time
 
 import tensorflow as tf
 
 from keras_bert_common.errors import UsageError
-from keras_bert_common.files import describe_files, expand_file_patterns
+from keras_bert_common.files import describe_files, expand_file_patterns, is_remote, read_bytes
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.init_checkpoint import restore_optimizer
 from keras_bert_impl.models.bert_config import BertConfig
 from keras_bert_impl.runners.outputs import write_eval_results
 from keras_bert_impl.tasks.pretraining import MaskedLMTask, PretrainingTask
 from keras_bert_impl.training.bucketing import training_bucketing
-from keras_bert_impl.training.input_pipeline import make_tfrecord_dataset, reading
+from keras_bert_impl.training.input_pipeline import embedding_tables, make_tfrecord_dataset, reading
 from keras_bert_impl.training.run_setup import RunOptions, RunResult, RunSetup
 from keras_bert_impl.training.trainer import EvalSchedule
 from tfrecord_tools import feature_specs, tfrecord_files
@@ -40,23 +41,15 @@ class PretrainingData:
                     f"{files[0]}: these records are masked already; --do_whole_word_mask and --masked_lm_prob "
                     "apply to records made with create_pretraining_data --dynamic_masking"
                 )
-        # Every shard before training: whole (about 2 seconds per million records), of the first
-        # one's kind and lengths (stale shards of another run beside them fail here, not deep in
-        # tf.data), its first records' ids inside the vocabulary; a Wikipedia-size set says how far it is.
-        first_names = None
+        # Every shard before training: whole (about 2 seconds per million records), of the kind
+        # and lengths the flags ask for (stale shards of another run beside them fail here, not
+        # deep in tf.data), its first records' ids inside the vocabulary; a Wikipedia-size set
+        # says how far it is.
         start = last = time.monotonic()
         for done, path in enumerate(files, 1):
-            names = tfrecord_files.check_records_match(
+            tfrecord_files.check_records_match(
                 path, self.spec, "pretraining records", vocab_size=task.bert_config.vocab_size
             )
-            if first_names is None:
-                first_names = names
-            elif names != first_names:
-                raise UsageError(
-                    f"{path}: holds records with features {', '.join(sorted(names))}, unlike {files[0]} "
-                    f"({', '.join(sorted(first_names))}); the input files mix two kinds of pretraining records "
-                    "(shards of another run?): pass one kind in --input_file"
-                )
             if time.monotonic() - last > 30:
                 last = time.monotonic()
                 setup.log(f"checking the input files: {done}/{len(files)}")
@@ -69,7 +62,7 @@ class PretrainingData:
         deep in tf.data (other shapes or features) or read another stream (other masks)."""
         options = self.options
         flags = {
-            "--input_file": [os.path.abspath(path) for path in self.files],
+            "--input_file": [path if is_remote(path) else os.path.abspath(path) for path in self.files],
             "--train_batch_size": global_batch_size,
             "--next_sentence_prediction": self.task.next_sentence_prediction,
             "--max_seq_length": options.max_seq_length,
@@ -173,23 +166,23 @@ def check_output_dir(options, config):
     (a head count or activation keeps every weight's shape, so the checkpoint alone cannot tell),
     and a model put into --output_dir by hand (a released bert_model.ckpt) is never overwritten."""
     output_dir = options.output_dir
-    if not os.path.isdir(output_dir):
+    if not tf.io.gfile.isdir(output_dir):  # gs:// too: TPU runs keep their output_dir there
         return
     trained = tf.train.latest_checkpoint(output_dir)
     config_path = os.path.join(output_dir, "bert_config.json")
-    if trained and os.path.isfile(config_path):
+    if trained and tf.io.gfile.exists(config_path):
         try:
-            saved = BertConfig.from_json_file(config_path)
-        except UsageError:
+            saved = BertConfig.from_dict(json.loads(read_bytes(config_path)), source=config_path)
+        except (UsageError, ValueError):
             return  # not ours: the checkpoint restore compares the shapes
         changed = [key for key in _ARCHITECTURE_KEYS if getattr(saved, key) != getattr(config, key)]
         if changed:
+            # No --init_checkpoint alternative: it, too, compares shapes only.
             raise UsageError(
                 f"{config_path}: the checkpoints in {output_dir} were trained with "
                 + ", ".join(f"{key}={getattr(saved, key)!r}" for key in changed)
                 + f", not {', '.join(repr(getattr(config, key)) for key in changed)} as {options.bert_config_file} "
-                f"says; resume with --bert_config_file={config_path}, or pass a new --output_dir "
-                f"(--init_checkpoint={output_dir} starts from its weights)"
+                f"says; resume with --bert_config_file={config_path}, or train this model in a new --output_dir"
             )
     if options.do_train and options.export_google_checkpoint and not trained:
         if tf.io.gfile.glob(os.path.join(output_dir, "bert_model.ckpt*.index")):
@@ -262,8 +255,11 @@ def run_pretraining(options, log=print):
         else None
     )
     if options.do_train:
+        if trainer.is_chief and not tf.train.latest_checkpoint(options.output_dir):
+            # Beside the first checkpoint, so a resume after a kill is checked against it too.
+            setup.config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
         dataset = datasets["train"].dataset(options.train_batch_size)
-        with reading(train_files + (eval_files or [])):
+        with reading(train_files + (eval_files or []), embedding_tables(setup.config)):
             result = trainer.train(
                 dataset,
                 options.num_train_steps,
@@ -283,7 +279,7 @@ def run_pretraining(options, log=print):
         latest = trainer.restore_latest()
         if latest:
             log(f"evaluating {latest}")
-        with reading(eval_files):
+        with reading(eval_files, embedding_tables(setup.config)):
             results = trainer.record_evaluation(schedule)
     results.pop("step", None)
     results["global_step"] = trainer.global_step

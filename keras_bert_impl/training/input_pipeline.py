@@ -21,11 +21,19 @@ from tfrecord_tools import feature_specs
 _OUT_OF_TABLE = re.compile(r"indices\[[^\]]*\] = (-?\d+) is not in \[0, (\d+)\)")
 
 
+def embedding_tables(bert_config):
+    """{rows: what an id past them means} for `reading`: the tables records index into."""
+    return {
+        bert_config.vocab_size: "token ids from a larger vocab.txt than bert_config.json's vocab_size",
+        bert_config.type_vocab_size: "segment ids past bert_config.json's type_vocab_size",
+    }
+
+
 @contextlib.contextmanager
-def reading(files):
-    """Training or predicting from `files`: a truncated or corrupt record, or an id outside its
-    embedding table, becomes a one-line error naming the files (TensorFlow's own names neither
-    the file nor the fix)."""
+def reading(files, tables=None):
+    """Training or predicting from `files`: a truncated or corrupt record, or an id past one of
+    the embedding `tables` (`embedding_tables`), becomes a one-line error naming the files
+    (TensorFlow's own names neither the file nor the fix)."""
     shown = ", ".join(files[:3]) + (f" (and {len(files) - 3} more)" if len(files) > 3 else "")
     try:
         yield
@@ -35,15 +43,15 @@ def reading(files):
             f"{shown}: a record is truncated or corrupt ({first.split('}}')[-1].strip()}); recreate the file"
         ) from None
     except tf.errors.InvalidArgumentError as error:
-        # An embedding lookup past its table (start-up checks read only each file's first records).
+        # Start-up checks read only each file's first records. A gather past a table of another
+        # size (the masked positions' flat gather) is no data error of this kind: passed on.
         found = _OUT_OF_TABLE.search(error.message)
-        if not found:
+        if not found or int(found.group(2)) not in (tables or {}):
             raise
         raise UsageError(
             f"{shown}: a record holds id {found.group(1)}, outside an embedding table of {found.group(2)} rows "
-            "(token ids from a larger vocab.txt than bert_config.json's vocab_size, or segment ids past its "
-            "type_vocab_size); recreate the records with the model's vocab.txt, or pass the bert_config.json "
-            "of their vocabulary"
+            f"({tables[int(found.group(2))]}); recreate the records with the model's vocab.txt, or pass the "
+            "bert_config.json of their vocabulary"
         ) from None
 
 
