@@ -86,6 +86,21 @@ def test_classifier_keeps_the_best_checkpoint_and_predicts_with_it(model_dir, tm
     # The final evaluation is the best model's, and says its step, as Google's global_step does.
     assert result.eval["eval_loss"] == pytest.approx(min(losses), abs=1e-6)
     assert f"global_step = {best_step}\n" in (out / "eval_results.txt").read_text()
+    # TensorBoard too: the best model's final evaluation is drawn at its step, and step 18 holds
+    # only step 18's own evaluation.
+    import os
+
+    import tensorflow as tf
+
+    points = [
+        (event.step, float(tf.make_ndarray(value.tensor)))
+        for name in sorted(os.listdir(out / "eval"))
+        for event in tf.compat.v1.train.summary_iterator(str(out / "eval" / name))
+        for value in event.summary.value
+        if value.tag == "eval_loss"
+    ]
+    assert [value for step, value in points if step == 18] == pytest.approx([losses[-1]], abs=1e-6)
+    assert points[-1] == (best_step, pytest.approx(min(losses), abs=1e-6))
     predicted = (out / "test_results.tsv").read_text()
     # Without --do_train, the runner restores the best checkpoint, not the newest.
     again = _options(model_dir, out, do_eval=True, do_predict=True, keep_best_checkpoint="eval_loss")

@@ -35,9 +35,10 @@ class BertTextTokenizer(tf.Module):
     """Raw UTF-8 strings -> WordPiece ids (or words), matching Google's `FullTokenizer`."""
 
     def __init__(self, vocab, do_lower_case=True, keep_tokens=(), name=None):
-        """`keep_tokens`: vocabulary entries kept whole where they appear in the text, before
-        casing and punctuation splitting (`[MASK]` for fill-mask serving, as Hugging Face's
-        tokenizers treat special tokens); Google's tokenizer keeps none."""
+        """`keep_tokens`: vocabulary entries that `tokenize_flat_with_offsets` (the serving
+        tokenizer) keeps whole where they appear in the text, before casing and punctuation
+        splitting (`[MASK]` for fill-mask serving, as Hugging Face's tokenizers treat special
+        tokens); `tokenize`, the data path, keeps none, as Google's tokenizer."""
         super().__init__(name=name)
         # A local list: a list attribute of a tf.Module would be wrapped and tracked item by item.
         tokens = list(vocab) if not isinstance(vocab, str) else load_vocab_list(vocab)

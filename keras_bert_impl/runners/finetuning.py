@@ -255,7 +255,7 @@ class FineTuningRun(RunSetup):
         # Google's global_step: the step of the weights evaluated (the best one's, when kept).
         step = self.weights_step if self.weights_step is not None else self.trainer.global_step
         results = {**results, "global_step": step}
-        self.trainer.write_eval_summaries(results)
+        self.trainer.write_eval_summaries(results, step)
         if self.trainer.is_chief:
             write_eval_results(results, os.path.join(self.options.output_dir, name))
         self.log(

@@ -353,9 +353,10 @@ class Trainer:
         """Evaluates now: logs the metrics and writes them to TensorBoard (`output_dir/eval`)."""
         return self._run_evaluation(eval_schedule)
 
-    def write_eval_summaries(self, metrics):
-        """Evaluation metrics to TensorBoard (`output_dir/eval`) at the current step."""
-        self.summaries.eval(metrics, self.global_step)
+    def write_eval_summaries(self, metrics, step=None):
+        """Evaluation metrics to TensorBoard (`output_dir/eval`) at `step`: the step of the weights
+        evaluated (the current one unless given)."""
+        self.summaries.eval(metrics, self.global_step if step is None else step)
 
     def _run_evaluation(self, eval_schedule, best=None):
         """Evaluates, logs, writes the summaries, and keeps the model if `best` says it is the best."""
