@@ -60,7 +60,7 @@ flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
 
 def main(_):
     from keras_bert_impl.serving.export import ExportOptions, build_and_export, trained_task
-    from keras_bert_impl.tasks.registry import task_class, task_parameters
+    from keras_bert_impl.tasks.registry import task_class
 
     log = app.Log()
     model_type, label_names, num_choices = FLAGS.model_type, FLAGS.label_names, FLAGS.num_choices
@@ -76,7 +76,7 @@ def main(_):
         if model_type != "encoder":
             log(f"--model_type={model_type} (what {FLAGS.init_checkpoint} trained, from its meta.json)")
     task = task_class(model_type)  # before any work: a known task
-    if task.label_bias and "label_names" in task_parameters(model_type) and not label_names:  # named outputs
+    if task.label_bias and task.num_outputs is None and not label_names:  # a head with named outputs
         raise UsageError(f"--model_type={model_type} needs --label_names (or --num_labels)")
     options = shared.options_of(ExportOptions, model_type=model_type, label_names=label_names, num_choices=num_choices)
     build_and_export(options, log=log)

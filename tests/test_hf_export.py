@@ -229,6 +229,14 @@ def test_a_regression_head_converts_to_transformers_one_label_classifier(tmp_pat
     assert weights["output_weights"].shape == (1, 32) and weights["output_bias"].shape == (1,)
     convert_checkpoint(ConvertOptions("huggingface", "google", str(tmp_path / "hf"), str(tmp_path / "back")), log=print)
     assert_same_checkpoints(google / "bert_model.ckpt", tmp_path / "back" / "bert_model.ckpt")
+    # A classifier's three outputs are no regression.
+    from keras_bert_common.errors import UsageError
+
+    save_google_checkpoint(_model("classifier", config, label_names=["a", "b", "c"]), str(google / "bert_model.ckpt"))
+    options = ConvertOptions("google", "huggingface", str(google), str(tmp_path / "hf3"), model_type="regression")
+    with pytest.raises(UsageError, match="the checkpoint's head has 3 outputs, a regression head 1"):
+        convert_checkpoint(options, log=print)
+    assert not (tmp_path / "hf3").exists()
 
 
 @pytest.mark.parametrize(

@@ -290,6 +290,11 @@ def write_hf_directory(
     # The encoder and this architecture's head; other heads (a pretraining head under a classifier) stay behind.
     kept = {name: value for name, value in weights.items() if name.startswith("bert/") or name in needed}
     outputs = np.shape(weights[task.label_bias])[0] if task.label_bias else None
+    if task.num_outputs is not None and outputs != task.num_outputs:
+        raise UsageError(
+            f"the checkpoint's head has {outputs} outputs, a {model_type} head {task.num_outputs}; pass the "
+            "--model_type it was trained as"
+        )
     if label_names and outputs is not None and len(label_names) != outputs:
         raise UsageError(f"--label_names has {len(label_names)} names but the {model_type} head has {outputs} outputs")
     # transformers' BertModel holds the encoder at the top level; a model with a head under `bert.`.

@@ -53,6 +53,8 @@ class Task(abc.ABC):
     hf_architecture: ClassVar[str] = None
     keras_hub_class: ClassVar[str] = None
     label_bias: ClassVar[str] = None
+    # How many outputs that head has when the task fixes it (one score); None: one per label name.
+    num_outputs: ClassVar[int] = None
     # Serving: vocabulary entries a raw text may hold that stay one token (`[MASK]` for fill-mask).
     serving_keep_tokens: ClassVar[tuple] = ()
 

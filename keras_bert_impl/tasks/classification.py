@@ -93,6 +93,7 @@ class RegressionTask(Task):
     google_head_prefixes = ("output_",)
     hf_architecture = "BertForSequenceClassification"
     label_bias = "output_bias"
+    num_outputs = 1
     loss_terms = {"loss_sum": "examples"}
 
     def __init__(self, bert_config, max_seq_length=128):  # one score, no label names
