@@ -115,6 +115,9 @@ def test_export_saved_model_may_replace_a_runs_own_export_of_the_same_directory(
     logs = []
     build_and_export(ExportOptions(**flags), log=logs.append)
     assert any(f"{export}: replacing the earlier export from {out}" in line for line in logs)
+    # The same run's encoder is another model: replacing its classifier export needs --force.
+    with pytest.raises(FileExistsError, match=f"{export}: holds the classifier export of {out}, not its encoder"):
+        build_and_export(ExportOptions(**{**flags, "model_type": "encoder", "label_names": None}), log=logs.append)
     with pytest.raises(FileExistsError, match="already exists and was not exported from"):
         build_and_export(ExportOptions(**{**flags, "init_checkpoint": str(model_dir)}), log=logs.append)
 

@@ -101,7 +101,9 @@ def fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length):
     settings = {key: value for key, value in vars(task).items() if key != "bert_config"}
     digest.update(
         json.dumps(
-            [task.name, settings, do_lower_case, variable_seq_length, task.serving_keep_tokens],
+            # Kept tokens only where a task has them: every other export keeps its fingerprint.
+            [task.name, settings, do_lower_case, variable_seq_length]
+            + ([list(task.serving_keep_tokens)] if task.serving_keep_tokens else []),
             sort_keys=True,
             default=str,
         ).encode()
@@ -134,11 +136,19 @@ def export_saved_model(
     mark = fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length)
     if source and not force and exists(export_dir):
         record = export_record(export_dir)
+        if _same_source(record, source) and record.get("model_type", task.name) != task.name:
+            raise FileExistsError(
+                f"{export_dir}: holds the {record['model_type']} export of {source.split(':', 1)[1]}, not its "
+                f"{task.name}; pass --force to replace it (or choose another --export_dir)"
+            )
         if _same_source(record, source):
             if record.get("fingerprint") == mark:
                 print_(f"{export_dir}: already holds this model (the same weights, vocabulary and options); kept")
                 return export_dir
-            print_(f"{export_dir}: replacing the earlier export from {source.split(':', 1)[1]} (its weights changed)")
+            print_(
+                f"{export_dir}: replacing the earlier export from {source.split(':', 1)[1]} (its weights or "
+                "options changed)"
+            )
             force = True
     with atomic_directory(export_dir, force=force) as temporary, plain_formulas(serving=True):
         tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case, keep_tokens=task.serving_keep_tokens)
@@ -178,7 +188,7 @@ def export_saved_model(
         # The vocabulary travels with the model.
         shutil.copyfile(vocab_file, os.path.join(temporary, "assets", os.path.basename(vocab_file)))
         with atomic_output(os.path.join(temporary, EXPORT_RECORD)) as writer:
-            json.dump({"source": source, "fingerprint": mark}, writer, indent=1)
+            json.dump({"source": source, "fingerprint": mark, "model_type": task.name}, writer, indent=1)
     print_(f"exported a SavedModel to {export_dir}")
     return export_dir
 
