@@ -6,6 +6,8 @@ ids and tf.train.Examples, for TF Serving or `tf.saved_model.load` (after `impor
         --export_dir=exported/mrpc [--tflite_file=mrpc.tflite --tflite_quantization=dynamic_range]
 """
 
+import dataclasses
+
 from absl import flags
 
 from keras_bert_cli import app
@@ -59,26 +61,29 @@ flags.mark_flags_as_required(["bert_config_file", "vocab_file", "export_dir"])
 
 
 def main(_):
-    from keras_bert_impl.serving.export import ExportOptions, build_and_export, trained_task
-    from keras_bert_impl.tasks.registry import task_class
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
+    from keras_bert_impl.tasks.registry import read_task_record, task_class
 
     log = app.Log()
-    model_type, label_names, num_choices = FLAGS.model_type, FLAGS.label_names, FLAGS.num_choices
+    given = {}
+    if FLAGS.model_type is None:
+        # A fine-tuned run exports its head, with the labels, casing and lengths it trained with,
+        # not the encoder under it; flags given on the command line still win.
+        record = read_task_record(FLAGS.init_checkpoint) or {"model_type": "encoder"}
+        given = {key: value for key, value in record.items() if key in FLAGS and not FLAGS[key].present}
+        if "source" in record:
+            shown = ", ".join(f"--{key}={value}" for key, value in given.items() if value is not None)
+            log(f"{shown} (from {record['source']})")
+    model_type = given.pop("model_type", FLAGS.model_type)
+    label_names = FLAGS.label_names or given.pop("label_names", None)
     if not label_names and FLAGS.num_labels:
         label_names = [str(index) for index in range(FLAGS.num_labels)]
-    if model_type is None:
-        # A fine-tuned run exports its head, not the encoder under it.
-        trained = trained_task(FLAGS.init_checkpoint) or {"model_type": "encoder"}
-        model_type = trained["model_type"]
-        label_names = label_names or trained.get("labels")
-        if trained.get("num_choices") and not FLAGS["num_choices"].present:
-            num_choices = trained["num_choices"]
-        if model_type != "encoder":
-            log(f"--model_type={model_type} (what {FLAGS.init_checkpoint} trained, from its meta.json)")
     task = task_class(model_type)  # before any work: a known task
     if task.label_bias and task.num_outputs is None and not label_names:  # a head with named outputs
         raise UsageError(f"--model_type={model_type} needs --label_names (or --num_labels)")
-    options = shared.options_of(ExportOptions, model_type=model_type, label_names=label_names, num_choices=num_choices)
+    fields = {field.name for field in dataclasses.fields(ExportOptions)}
+    settings = {key: value for key, value in given.items() if key in fields and value is not None}
+    options = shared.options_of(ExportOptions, **settings, model_type=model_type, label_names=label_names)
     build_and_export(options, log=log)
 
 

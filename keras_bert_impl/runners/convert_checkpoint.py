@@ -35,19 +35,18 @@ def _run_weights(input_dir, config, model_type, label_names):
     from keras_bert_impl.checkpoints.google_checkpoint import google_weights
     from keras_bert_impl.checkpoints.init_checkpoint import initialize_from_checkpoint
     from keras_bert_impl.errors import CheckpointMismatchError
-    from keras_bert_impl.tasks.registry import create_task
+    from keras_bert_impl.tasks.registry import create_task, read_task_record, task_parameters
 
     latest = tf.train.latest_checkpoint(input_dir)
-    meta = {}
-    if os.path.isfile(os.path.join(input_dir, "meta.json")):
-        with open(os.path.join(input_dir, "meta.json"), encoding="utf-8") as reader:
-            meta = json.load(reader)
-    model_type = model_type or meta.get("model_type")
+    record = read_task_record(input_dir) or {}
+    model_type = model_type or record.get("model_type")
     if model_type is None:
-        raise UsageError(f"{input_dir}: holds {os.path.basename(latest)} but no meta.json; pass --model_type")
-    options = {"label_names": label_names or meta.get("labels") or None}
-    if model_type == "multiple_choice":
-        options["num_choices"] = meta.get("num_choices", 4)
+        raise UsageError(
+            f"{input_dir}: holds {os.path.basename(latest)} but no task.json or meta.json; pass --model_type"
+        )
+    # The task's own options from the run's record (labels, choices); max_seq_length is the config's.
+    options = {key: value for key, value in record.items() if key in task_parameters(model_type)}
+    options["label_names"] = label_names or options.get("label_names")
     model = create_task(model_type, config, config.max_position_embeddings, **options).build_model()
     report = initialize_from_checkpoint(model, latest)
     if report.initialized:

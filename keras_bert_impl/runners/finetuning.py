@@ -16,6 +16,7 @@ import tensorflow as tf
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import atomic_output, check_readable_file
 from keras_bert_impl.runners.outputs import write_eval_results
+from keras_bert_impl.tasks.registry import write_task_record
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.bucketing import fill_beyond, prediction_batches, training_bucketing
 from keras_bert_impl.training.input_pipeline import embedding_tables, make_tfrecord_dataset, reading
@@ -170,6 +171,13 @@ class FineTuningRun(RunSetup):
         beside the batch size and sequence length (the records are remade at another length), a
         resume must not change."""
         options = self.options
+        if self.trainer.is_chief:
+            write_task_record(
+                options.output_dir,
+                self.task,
+                do_lower_case=options.do_lower_case,
+                max_seq_length=options.max_seq_length,
+            )
         self.log(
             f"training {num_train_steps} step{'s' if num_train_steps != 1 else ''} of "
             f"{options.train_batch_size} examples"

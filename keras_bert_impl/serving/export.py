@@ -59,23 +59,6 @@ def export_record(export_dir):
         return {}
 
 
-def trained_task(init_checkpoint):
-    """What a fine-tuning run's --output_dir says it trained (its meta.json): {model_type, labels,
-    num_choices} for a registered task, else None (a released checkpoint, a pretraining run)."""
-    from keras_bert_impl.tasks.registry import TASKS
-
-    path = os.path.join(init_checkpoint or "", "meta.json")
-    if not init_checkpoint or not os.path.isfile(path):
-        return None
-    try:
-        meta = json.loads(read_bytes(path))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or meta.get("model_type") not in TASKS:
-        return None
-    return {"model_type": meta["model_type"], "labels": meta.get("labels"), "num_choices": meta.get("num_choices")}
-
-
 def _same_source(record, source):
     """The export's record names `source`'s weights: a run's output_dir is the same source whether a
     fine-tuning run exported it ("output_dir:") or export_saved_model.py ("init_checkpoint:")."""
@@ -201,7 +184,7 @@ class ExportOptions:
     vocab_file: str
     export_dir: str
     init_checkpoint: str = None
-    model_type: str = "encoder"  # the command line's default: what the --init_checkpoint run trained
+    model_type: str = "encoder"
     do_lower_case: bool = True
     label_names: list = None
     num_choices: int = 4

@@ -6,6 +6,7 @@ takes (a misspelling) is an error, not silently dropped.
 """
 
 import inspect
+import os
 
 from keras_bert_common.errors import UsageError
 from keras_bert_impl.tasks.classification import ClassificationTask, RegressionTask
@@ -80,3 +81,54 @@ def check_options_apply(name, flags):
             raise UsageError(
                 f"--{option}: --model_type={name} has no such option; it is for --model_type={' or '.join(takers)}"
             )
+
+
+# Beside a fine-tuning run's checkpoints: what its model is, so an export or conversion of the run
+# needs no flags repeated (a run fed by a create_finetuning_data directory has no meta.json).
+TASK_RECORD = "task.json"
+
+
+def write_task_record(directory, task, **settings):
+    """OUTPUT_DIR/task.json: the task's name, its constructor's options (labels, choices, query
+    length) and `settings` (the tokenizer's casing, the sequence length)."""
+    import json
+
+    from keras_bert_common.files import atomic_output
+
+    options = {name: getattr(task, name) for name in task_parameters(task.name) if hasattr(task, name)}
+    with atomic_output(os.path.join(directory, TASK_RECORD)) as writer:
+        json.dump({"model_type": task.name, **options, **settings}, writer, indent=1, default=str)
+
+
+def read_task_record(checkpoint):
+    """What the fine-tuning run holding `checkpoint` (its output_dir, a ckpt-N prefix in it or in
+    its best/) trained: its task.json, else the meta.json of data it converted itself; only a
+    registered task. None for anything else (a released model, a pretraining run)."""
+    import json
+
+    import tensorflow as tf
+
+    from keras_bert_common.files import exists, read_bytes
+
+    if not checkpoint:
+        return None
+    directory = str(checkpoint).rstrip("/")
+    if not tf.io.gfile.isdir(directory):
+        directory = os.path.dirname(directory)
+    if os.path.basename(directory) == "best":
+        directory = os.path.dirname(directory)
+    for name in (TASK_RECORD, "meta.json"):
+        path = os.path.join(directory, name)
+        if not exists(path):
+            continue
+        try:
+            record = json.loads(read_bytes(path))
+        except ValueError:
+            return None
+        if not isinstance(record, dict) or record.get("model_type") not in TASKS:
+            return None
+        if name == "meta.json":  # the data's record: its own names for the labels
+            record = {"model_type": record["model_type"], "label_names": record.get("labels"), **record}
+        record["source"] = path
+        return record
+    return None
