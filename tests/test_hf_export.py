@@ -2,6 +2,7 @@
 round trip ours -> Hugging Face -> ours is bit-identical; the directory is what transformers reads."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -225,10 +226,20 @@ def test_a_regression_head_converts_to_transformers_one_label_classifier(tmp_pat
     assert convert_checkpoint(options, log=print) == "regression"
     values = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert values["architectures"] == ["BertForSequenceClassification"] and values["id2label"] == {"0": "LABEL_0"}
+    # Casing unsaid: from the vocabulary (no upper case here: lower-cased), not guessed.
+    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["do_lower_case"] is True
     _, weights = load_hf_directory(str(tmp_path / "hf"))
     assert weights["output_weights"].shape == (1, 32) and weights["output_bias"].shape == (1,)
     convert_checkpoint(ConvertOptions("huggingface", "google", str(tmp_path / "hf"), str(tmp_path / "back")), log=print)
     assert_same_checkpoints(google / "bert_model.ckpt", tmp_path / "back" / "bert_model.ckpt")
+    cased = tmp_path / "cased"
+    shutil.copytree(google, cased)
+    (cased / "vocab.txt").write_text("\n".join(["The"] + [f"w{i}" for i in range(98)]) + "\n")
+    convert_checkpoint(
+        ConvertOptions("google", "huggingface", str(cased), str(tmp_path / "hf_cased"), model_type="regression"),
+        log=print,
+    )
+    assert json.loads((tmp_path / "hf_cased" / "tokenizer_config.json").read_text())["do_lower_case"] is False
     # A classifier's three outputs are no regression.
     from keras_bert_common.errors import UsageError
 

@@ -136,6 +136,18 @@ def test_casing_flag_checked_against_google_checkpoint_names(tmp_path):
     with pytest.raises(ValueError, match=r"tokenizer_config.json: says do_lower_case=true but --do_lower_case=False"):
         validate_case_matches_checkpoint(False, str(tmp_path))
     validate_case_matches_checkpoint(True, str(tmp_path))
+    # A Google name wins over a tokenizer_config.json (one a converter may have guessed).
+    cased = tmp_path / "cased_L-12_H-768_A-12"
+    cased.mkdir()
+    (cased / "tokenizer_config.json").write_text('{"do_lower_case": true}')
+    validate_case_matches_checkpoint(False, str(cased))
+    # Where the files do not say: the name, else the vocabulary (a cased one holds upper case).
+    from tfrecord_tools.vocab_file import casing_of
+
+    assert casing_of("/m/cased_L-12_H-768_A-12") is False and casing_of("/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    assert casing_of("/m/mine", ["[PAD]", "[UNK]", "the", "##s"]) is True
+    assert casing_of("/m/mine", ["[PAD]", "[UNK]", "The", "the"]) is False
+    assert casing_of("/m/mine") is None
 
 
 def _google_tokenizer(vocab, do_lower_case):

@@ -6,14 +6,13 @@ faster on batches: use `tokenize_batch` / `tokenize_to_ids` for more than a hand
 
 import json
 import os
-import re
 
 import numpy as np
 import tensorflow as tf
 
 from keras_bert_common.errors import UsageError
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
-from tfrecord_tools.vocab_file import load_vocab_list
+from tfrecord_tools.vocab_file import GOOGLE_CASING, google_model_name, load_vocab_list
 
 
 def convert_to_unicode(text):
@@ -76,11 +75,19 @@ class FullTokenizer:
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     """Raises when --do_lower_case contradicts the casing of a released Google checkpoint's name
     (its bert_model.ckpt prefix or its directory), or a Hugging Face directory's
-    tokenizer_config.json."""
+    tokenizer_config.json (the name wins where both are known)."""
     if not init_checkpoint:
         return
+    name = google_model_name(init_checkpoint)
+    known = GOOGLE_CASING.get(name)
+    if known is not None and known != bool(do_lower_case):
+        kind = "lower-cased" if known else "cased"
+        raise UsageError(
+            f"{init_checkpoint}: {name} is a {kind} model but --do_lower_case={do_lower_case}; "
+            f"pass --do_lower_case={known}"
+        )
     tokenizer_config = os.path.join(init_checkpoint, "tokenizer_config.json")
-    if os.path.isfile(tokenizer_config):
+    if known is None and os.path.isfile(tokenizer_config):
         try:
             with open(tokenizer_config, encoding="utf-8") as reader:
                 lower = json.load(reader).get("do_lower_case")
@@ -91,20 +98,3 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
                 f"{tokenizer_config}: says do_lower_case={str(lower).lower()} but --do_lower_case={do_lower_case}; "
                 f"pass --do_lower_case={bool(lower)}"
             )
-    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model\.ckpt", init_checkpoint)
-    name = match.group(1) if match else os.path.basename(os.path.normpath(init_checkpoint))
-    lower_cased = {
-        "uncased_L-24_H-1024_A-16",
-        "uncased_L-12_H-768_A-12",
-        "multilingual_L-12_H-768_A-12",
-        "chinese_L-12_H-768_A-12",
-    }
-    cased = {"cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16", "multi_cased_L-12_H-768_A-12"}
-    if name in lower_cased and not do_lower_case:
-        raise UsageError(
-            f"{init_checkpoint}: {name} is a lower-cased model but --do_lower_case=False; pass --do_lower_case=True"
-        )
-    if name in cased and do_lower_case:
-        raise UsageError(
-            f"{init_checkpoint}: {name} is a cased model but --do_lower_case=True; pass --do_lower_case=False"
-        )

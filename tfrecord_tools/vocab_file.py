@@ -1,6 +1,10 @@
 """Reading a `vocab.txt` (one token per line, id = line number), with the checks every tool
 needs before its work: UTF-8, each token once, BERT's special tokens. Without TensorFlow (the
-data tools check their inputs before importing it); remote paths go through `files.read_bytes`."""
+data tools check their inputs before importing it); remote paths go through `files.read_bytes`.
+`casing_of`: a model's do_lower_case where its files do not say (Google's names, the vocabulary)."""
+
+import os
+import re
 
 from keras_bert_common.errors import UsageError
 from keras_bert_common.files import read_bytes
@@ -39,3 +43,30 @@ def check_special_tokens(tokens, vocab_file, needed, fix="use the vocab.txt rele
     missing = [token for token in needed if token not in tokens]
     if missing:
         raise UsageError(f"{vocab_file}: has no {' or '.join(missing)} token; {fix}")
+
+
+# Google's released models by directory name: lower-cased (True) or cased (False).
+GOOGLE_CASING = {
+    "uncased_L-24_H-1024_A-16": True,
+    "uncased_L-12_H-768_A-12": True,
+    "multilingual_L-12_H-768_A-12": True,
+    "chinese_L-12_H-768_A-12": True,
+    "cased_L-12_H-768_A-12": False,
+    "cased_L-24_H-1024_A-16": False,
+    "multi_cased_L-12_H-768_A-12": False,
+}
+
+
+def google_model_name(checkpoint):
+    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model\.ckpt", checkpoint)
+    return match.group(1) if match else os.path.basename(os.path.normpath(checkpoint))
+
+
+def casing_of(checkpoint, vocab_tokens=None):
+    """do_lower_case for a model whose files do not say: a Google model's by its directory name,
+    else from its vocabulary (a cased one holds upper-case words), else None."""
+    known = GOOGLE_CASING.get(google_model_name(checkpoint)) if checkpoint else None
+    if known is not None or vocab_tokens is None:
+        return known
+    words = [token for token in vocab_tokens if not token.startswith(("[", "##"))]
+    return not any(any(character.isupper() for character in word) for word in words) if words else None

@@ -126,7 +126,7 @@ def convert_checkpoint(options, log=print):
     from keras_bert_impl.checkpoints.hf_weights import write_hf_directory
     from keras_bert_impl.checkpoints.sentence_transformers import copy_pooling
     from keras_bert_impl.tasks.registry import task_class
-    from tfrecord_tools.vocab_file import load_vocab_list
+    from tfrecord_tools.vocab_file import casing_of, load_vocab_list
 
     from_format, to_format, input_dir, output_dir = (
         options.from_format,
@@ -160,7 +160,15 @@ def convert_checkpoint(options, log=print):
     config.check_vocab_size(len(load_vocab_list(vocab, needed=())), vocab, config_source)
     model_type = model_type or found.get("model_type") or model_type_of(weights)
     label_names = label_names or found.get("label_names")
-    lower = do_lower_case if do_lower_case is not None else (read_case if read_case is not None else True)
+    # Unsaid, not guessed as True: a cased model's transformers tokenizer would lower-case its text.
+    lower = next(
+        (
+            case
+            for case in (do_lower_case, read_case, casing_of(input_dir, load_vocab_list(vocab, needed=())))
+            if case is not None
+        ),
+        True,
+    )
 
     def keep_pooling(directory):
         # A sentence-transformers model keeps its pooling (its files beside the weights) in google and HF form.
