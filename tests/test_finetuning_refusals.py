@@ -153,3 +153,19 @@ def test_a_file_where_most_rows_do_not_fit_the_task_is_refused(model_dir, tmp_pa
     processor = ClassificationProcessor.for_task("MRPC", str(data))
     with pytest.raises(UsageError, match=r"train.tsv: 4 rows skipped \(see the warnings\), only 3 usable: is this"):
         run_classifier(_options(model_dir, tmp_path / "out", do_train=True), "MRPC", str(data), processor, log=print)
+
+
+def test_export_checks_the_casing_of_a_google_model(model_dir, tmp_path):  # noqa: F811
+    from keras_bert_impl.serving.export import ExportOptions, build_and_export
+
+    flags = dict(
+        bert_config_file=str(model_dir / "bert_config.json"),
+        vocab_file=str(model_dir / "vocab.txt"),
+        init_checkpoint=str(tmp_path / "uncased_L-12_H-768_A-12"),
+        export_dir=str(tmp_path / "saved"),
+        max_seq_length=16,
+        do_lower_case=False,
+    )
+    with pytest.raises(UsageError, match="is a lower-cased model but --do_lower_case=False; pass --do_lower_case=True"):
+        build_and_export(ExportOptions(**flags), log=lambda _: None)
+    assert not (tmp_path / "saved").exists()

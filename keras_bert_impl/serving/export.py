@@ -236,6 +236,7 @@ def build_and_export(options, log=print):
     from keras_bert_impl.checkpoints.sentence_transformers import resolve_pooling
     from keras_bert_impl.errors import CheckpointMismatchError
     from keras_bert_impl.tasks.registry import check_options_apply, create_task, task_parameters
+    from tfrecord_tools.tokenization import validate_case_matches_checkpoint
     from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
     if options.precision not in PRECISIONS:
@@ -247,6 +248,8 @@ def build_and_export(options, log=print):
     vocab = load_vocab_list(options.vocab_file)
     config.check_vocab_size(len(vocab), options.vocab_file, options.bert_config_file)
     check_special_tokens(vocab, options.vocab_file, ("[CLS]", "[SEP]"))
+    # The served tokenizer's casing is where a wrong one would go unnoticed longest.
+    validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
     source = "init_checkpoint:" + (
         os.path.abspath(options.init_checkpoint) if options.init_checkpoint else "random weights"
     )
