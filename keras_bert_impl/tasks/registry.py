@@ -95,7 +95,9 @@ def write_task_record(directory, task, **settings):
 
     from keras_bert_common.files import atomic_output
 
-    options = {name: getattr(task, name) for name in task_parameters(task.name) if hasattr(task, name)}
+    # The class's own constructor: a task defined outside the registry (a user's) is recorded too.
+    names = set(inspect.signature(type(task).__init__).parameters) - {"self", "bert_config", "max_seq_length"}
+    options = {name: getattr(task, name) for name in sorted(names) if hasattr(task, name)}
     with atomic_output(os.path.join(directory, TASK_RECORD)) as writer:
         json.dump({"model_type": task.name, **options, **settings}, writer, indent=1, default=str)
 
