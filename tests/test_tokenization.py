@@ -145,9 +145,15 @@ def test_casing_flag_checked_against_google_checkpoint_names(tmp_path):
     from tfrecord_tools.vocab_file import casing_of
 
     assert casing_of("/m/cased_L-12_H-768_A-12") is False and casing_of("/m/uncased_L-12_H-768_A-12/bert_model.ckpt")
-    assert casing_of("/m/mine", ["[PAD]", "[UNK]", "the", "##s"]) is True
+    assert casing_of("/m/mine", ["[PAD]", "[UNK]", "the", "##s", "ℝ"]) is True  # ℝ has no lower case
     assert casing_of("/m/mine", ["[PAD]", "[UNK]", "The", "the"]) is False
     assert casing_of("/m/mine") is None
+    # A real uncased vocabulary (BERT-base's, all-MiniLM-L6-v2's) reads as lower-cased.
+    from tests.conftest import minilm_directory
+    from tfrecord_tools.vocab_file import load_vocab_list
+
+    if minilm_directory():
+        assert casing_of("/m/mine", load_vocab_list(os.path.join(minilm_directory(), "vocab.txt"))) is True
 
 
 def _google_tokenizer(vocab, do_lower_case):

@@ -69,4 +69,6 @@ def casing_of(checkpoint, vocab_tokens=None):
     if known is not None or vocab_tokens is None:
         return known
     words = [token for token in vocab_tokens if not token.startswith(("[", "##"))]
-    return not any(any(character.isupper() for character in word) for word in words) if words else None
+    # Changed by lower(), not "has an upper-case character": an uncased vocabulary keeps 'ℝ',
+    # which is upper case with no lower-case form.
+    return not any(word != word.lower() for word in words) if words else None
