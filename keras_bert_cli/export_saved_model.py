@@ -22,8 +22,8 @@ flags.DEFINE_string(
     None,
     "What the SavedModel serves: a task of keras_bert_impl/tasks/registry.py (encoder, pretrainer, masked_lm, "
     "classifier, regression: one score as STS-B, squad, ner, multiple_choice, sentence_embedding, or one you "
-    "register). Default: what a fine-tuning run's --init_checkpoint trained (its meta.json, with its labels), "
-    "else encoder.",
+    "register). Default: what a fine-tuning run's --init_checkpoint trained (its task.json, with its labels, "
+    "casing and lengths), else encoder.",
 )
 flags.DEFINE_integer(
     "num_labels", None, "classifier / ner without --label_names: the number of classes (named 0..N-1)."

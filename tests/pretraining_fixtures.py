@@ -37,15 +37,25 @@ def make_pretraining_setup(root, dropout=0.1, seed=0):
     tiny_bert_config(
         65, max_position_embeddings=32, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout
     ).to_json_file(paths["bert_config.json"])
-    options = PretrainingDataOptions(
-        vocab_file=paths["vocab.txt"],
-        max_seq_length=MAX_SEQ,
-        max_predictions_per_seq=MAX_PRED,
-        dupe_factor=10,
-        random_seed=seed,
-    )
-    create_pretraining_data([paths["corpus.txt"]], [paths["train.tfrecord"]], options, log=lambda message: None)
+    add_records(paths, "train.tfrecord", dupe_factor=10, random_seed=seed)
     return paths
+
+
+def add_records(paths, name, **options):
+    """PATHS[name]: one more TFRecord file of the set-up's corpus and vocabulary, made with
+    `options` (PretrainingDataOptions fields: other masking, no next-sentence labels, ...)."""
+    paths[name] = os.path.join(os.path.dirname(paths["corpus.txt"]), name)
+    values = {
+        "vocab_file": paths["vocab.txt"],
+        "max_seq_length": MAX_SEQ,
+        "max_predictions_per_seq": MAX_PRED,
+        "random_seed": 0,
+        **options,
+    }
+    create_pretraining_data(
+        [paths["corpus.txt"]], [paths[name]], PretrainingDataOptions(**values), log=lambda message: None
+    )
+    return paths[name]
 
 
 def pretraining_flags(paths, output_dir, **overrides):

@@ -25,6 +25,7 @@ from tests.conftest import REPO_ROOT, subprocess_env
 from tests.pretraining_fixtures import (
     MAX_PRED,
     MAX_SEQ,
+    add_records,
     assert_same_checkpoints,
     kill_9_and_resume,
     make_pretraining_setup,
@@ -32,7 +33,6 @@ from tests.pretraining_fixtures import (
     run_straight,
 )
 from tfrecord_tools import feature_specs, tfrecord_files
-from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
 
 RUNNER = os.path.join(REPO_ROOT, "run_pretraining.py")
 MLM_KEYS = ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"]
@@ -42,17 +42,9 @@ MLM_KEYS = ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"]
 def setup(tmp_path_factory):
     paths = make_pretraining_setup(str(tmp_path_factory.mktemp("mlm_only")))
     for name, dynamic in (("mlm.tfrecord", False), ("mlm_dynamic.tfrecord", True)):
-        paths[name] = os.path.join(os.path.dirname(paths["train.tfrecord"]), name)
-        options = PretrainingDataOptions(
-            vocab_file=paths["vocab.txt"],
-            max_seq_length=MAX_SEQ,
-            max_predictions_per_seq=MAX_PRED,
-            dupe_factor=1 if dynamic else 10,
-            random_seed=0,
-            next_sentence_prediction=False,
-            dynamic_masking=dynamic,
+        add_records(
+            paths, name, dupe_factor=1 if dynamic else 10, next_sentence_prediction=False, dynamic_masking=dynamic
         )
-        create_pretraining_data([paths["corpus.txt"]], [paths[name]], options, log=lambda message: None)
     return paths
 
 

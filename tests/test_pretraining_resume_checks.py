@@ -11,8 +11,7 @@ import pytest
 
 from keras_bert_common.errors import UsageError
 from keras_bert_impl.runners.run_pretraining import PretrainingOptions, run_pretraining
-from tests.pretraining_fixtures import MAX_PRED, MAX_SEQ, make_pretraining_setup, pretraining_flags
-from tfrecord_tools.pretraining_data import PretrainingDataOptions, create_pretraining_data
+from tests.pretraining_fixtures import add_records, make_pretraining_setup, pretraining_flags
 
 
 def _quiet(message):
@@ -23,18 +22,8 @@ def _quiet(message):
 def trained(tmp_path_factory):
     """Records with and without next-sentence labels, and a finished 5-step run on the first."""
     paths = make_pretraining_setup(str(tmp_path_factory.mktemp("resume_checks")))
-    paths["mlm.tfrecord"] = os.path.join(os.path.dirname(paths["train.tfrecord"]), "mlm.tfrecord")
-    options = PretrainingDataOptions(
-        vocab_file=paths["vocab.txt"],
-        max_seq_length=MAX_SEQ,
-        max_predictions_per_seq=MAX_PRED,
-        dupe_factor=2,
-        next_sentence_prediction=False,
-    )
-    create_pretraining_data([paths["corpus.txt"]], [paths["mlm.tfrecord"]], options, log=_quiet)
-    paths["dynamic.tfrecord"] = os.path.join(os.path.dirname(paths["train.tfrecord"]), "dynamic.tfrecord")
-    options = dataclasses.replace(options, next_sentence_prediction=True, dynamic_masking=True, dupe_factor=1)
-    create_pretraining_data([paths["corpus.txt"]], [paths["dynamic.tfrecord"]], options, log=_quiet)
+    add_records(paths, "mlm.tfrecord", dupe_factor=2, next_sentence_prediction=False)
+    add_records(paths, "dynamic.tfrecord", dupe_factor=1, dynamic_masking=True)
     out = str(tmp_path_factory.mktemp("resume_checks_run") / "out")
     run_pretraining(PretrainingOptions(**pretraining_flags(paths, out, num_train_steps=5)), log=_quiet)
     return paths, out

@@ -4,15 +4,12 @@ Same tokens as Google's pure-Python tokenizer (see `BertTextTokenizer` for the r
 faster on batches: use `tokenize_batch` / `tokenize_to_ids` for more than a handful of texts.
 """
 
-import json
-import os
-
 import numpy as np
 import tensorflow as tf
 
 from keras_bert_common.errors import UsageError
 from tfrecord_tools.bert_text_tokenizer import BertTextTokenizer
-from tfrecord_tools.vocab_file import GOOGLE_CASING, google_model_name, load_vocab_list
+from tfrecord_tools.vocab_file import load_vocab_list, stated_casing
 
 
 def convert_to_unicode(text):
@@ -73,28 +70,9 @@ class FullTokenizer:
 
 
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
-    """Raises when --do_lower_case contradicts the casing of a released Google checkpoint's name
-    (its bert_model.ckpt prefix or its directory), or a Hugging Face directory's
-    tokenizer_config.json (the name wins where both are known)."""
-    if not init_checkpoint:
-        return
-    name = google_model_name(init_checkpoint)
-    known = GOOGLE_CASING.get(name)
-    if known is not None and known != bool(do_lower_case):
-        kind = "lower-cased" if known else "cased"
-        raise UsageError(
-            f"{init_checkpoint}: {name} is a {kind} model but --do_lower_case={do_lower_case}; "
-            f"pass --do_lower_case={known}"
-        )
-    tokenizer_config = os.path.join(init_checkpoint, "tokenizer_config.json")
-    if known is None and os.path.isfile(tokenizer_config):
-        try:
-            with open(tokenizer_config, encoding="utf-8") as reader:
-                lower = json.load(reader).get("do_lower_case")
-        except (OSError, ValueError):
-            lower = None
-        if lower is not None and bool(lower) != bool(do_lower_case):
-            raise UsageError(
-                f"{tokenizer_config}: says do_lower_case={str(lower).lower()} but --do_lower_case={do_lower_case}; "
-                f"pass --do_lower_case={bool(lower)}"
-            )
+    """Raises when --do_lower_case contradicts the casing a checkpoint's files state: a released
+    Google model's name (its bert_model.ckpt prefix or its directory), or a Hugging Face
+    directory's tokenizer_config.json (`vocab_file.stated_casing`; the name wins)."""
+    lower, why = stated_casing(init_checkpoint)
+    if lower is not None and lower != bool(do_lower_case):
+        raise UsageError(f"{why} but --do_lower_case={do_lower_case}; pass --do_lower_case={lower}")

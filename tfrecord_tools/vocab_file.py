@@ -1,13 +1,15 @@
 """Reading a `vocab.txt` (one token per line, id = line number), with the checks every tool
 needs before its work: UTF-8, each token once, BERT's special tokens. Without TensorFlow (the
 data tools check their inputs before importing it); remote paths go through `files.read_bytes`.
-`casing_of`: a model's do_lower_case where its files do not say (Google's names, the vocabulary)."""
+`stated_casing` / `casing_of`: a model's do_lower_case from its name, its tokenizer_config.json or its
+vocabulary."""
 
+import json
 import os
 import re
 
 from keras_bert_common.errors import UsageError
-from keras_bert_common.files import read_bytes
+from keras_bert_common.files import exists, read_bytes
 
 UNK_TOKEN = "[UNK]"
 
@@ -62,10 +64,30 @@ def google_model_name(checkpoint):
     return match.group(1) if match else os.path.basename(os.path.normpath(checkpoint))
 
 
+def stated_casing(checkpoint):
+    """(do_lower_case, what says so) where a model's files state it: a Google model's directory
+    name, else a Hugging Face directory's tokenizer_config.json; (None, None) where nothing does."""
+    if not checkpoint:
+        return None, None
+    name = google_model_name(checkpoint)
+    if name in GOOGLE_CASING:
+        lower = GOOGLE_CASING[name]
+        return lower, f"{checkpoint}: {name} is a {'lower-cased' if lower else 'cased'} model"
+    path = os.path.join(checkpoint, "tokenizer_config.json")
+    if exists(path):
+        try:
+            lower = json.loads(read_bytes(path)).get("do_lower_case")
+        except (ValueError, AttributeError):
+            lower = None
+        if lower is not None:
+            return bool(lower), f"{path}: says do_lower_case={str(bool(lower)).lower()}"
+    return None, None
+
+
 def casing_of(checkpoint, vocab_tokens=None):
-    """do_lower_case for a model whose files do not say: a Google model's by its directory name,
-    else from its vocabulary (a cased one holds upper-case words), else None."""
-    known = GOOGLE_CASING.get(google_model_name(checkpoint)) if checkpoint else None
+    """do_lower_case for a model: what its files state (`stated_casing`), else what its
+    vocabulary shows (a cased one holds upper-case words), else None."""
+    known, _ = stated_casing(checkpoint)
     if known is not None or vocab_tokens is None:
         return known
     words = [token for token in vocab_tokens if not token.startswith(("[", "##"))]

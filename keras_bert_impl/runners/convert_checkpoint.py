@@ -10,7 +10,6 @@ Every direction goes through Google's names: one table per format maps onto them
 """
 
 import dataclasses
-import json
 import os
 import shutil
 
@@ -94,12 +93,7 @@ def _read(from_format, input_dir, vocab_file, model_type=None, label_names=None,
         config, weights, vocab, do_lower_case, _, labels = load_keras_hub_preset(input_dir)
         return config, weights, vocab_file or vocab, do_lower_case, {"label_names": labels}
     config, weights = load_hf_directory(input_dir)
-    do_lower_case = None
-    tokenizer_config = os.path.join(input_dir, "tokenizer_config.json")
-    if os.path.isfile(tokenizer_config):
-        with open(tokenizer_config, encoding="utf-8") as reader:
-            do_lower_case = json.load(reader).get("do_lower_case")
-    return config, weights, vocab, do_lower_case, {}
+    return config, weights, vocab, None, {}  # its tokenizer_config.json: `casing_of` reads it
 
 
 @dataclasses.dataclass
@@ -157,18 +151,12 @@ def convert_checkpoint(options, log=print):
     config_source = bert_config_file or os.path.join(
         input_dir, "bert_config.json" if from_format == "google" else "config.json"
     )
-    config.check_vocab_size(len(load_vocab_list(vocab, needed=())), vocab, config_source)
+    tokens = load_vocab_list(vocab, needed=())
+    config.check_vocab_size(len(tokens), vocab, config_source)
     model_type = model_type or found.get("model_type") or model_type_of(weights)
     label_names = label_names or found.get("label_names")
     # Unsaid, not guessed as True: a cased model's transformers tokenizer would lower-case its text.
-    lower = next(
-        (
-            case
-            for case in (do_lower_case, read_case, casing_of(input_dir, load_vocab_list(vocab, needed=())))
-            if case is not None
-        ),
-        True,
-    )
+    lower = next((case for case in (do_lower_case, read_case, casing_of(input_dir, tokens)) if case is not None), True)
 
     def keep_pooling(directory):
         # A sentence-transformers model keeps its pooling (its files beside the weights) in google and HF form.

@@ -119,12 +119,12 @@ def export_saved_model(
     mark = fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length)
     if source and not force and exists(export_dir):
         record = export_record(export_dir)
-        if _same_source(record, source) and record.get("model_type", task.name) != task.name:
-            raise FileExistsError(
-                f"{export_dir}: holds the {record['model_type']} export of {source.split(':', 1)[1]}, not its "
-                f"{task.name}; pass --force to replace it (or choose another --export_dir)"
-            )
         if _same_source(record, source):
+            if record.get("model_type", task.name) != task.name:
+                raise FileExistsError(
+                    f"{export_dir}: holds the {record['model_type']} export of {source.split(':', 1)[1]}, not its "
+                    f"{task.name}; pass --force to replace it (or choose another --export_dir)"
+                )
             if record.get("fingerprint") == mark:
                 print_(f"{export_dir}: already holds this model (the same weights, vocabulary and options); kept")
                 return export_dir
