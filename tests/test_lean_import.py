@@ -22,6 +22,10 @@ CHECK = textwrap.dedent(
     print("ids", ids.tolist(), splits.tolist())
     print("keras loaded", sorted(m for m in ("keras", "sklearn", "matplotlib") if m in sys.modules))
     print("distribute loaded", "tensorflow.python.distribute.mirrored_strategy" in sys.modules)
+    print("resolvers loaded", "tensorflow.python.distribute.cluster_resolver" in sys.modules)
+    import tensorflow as tf
+
+    print("threads", tf.config.threading.get_intra_op_parallelism_threads(), tf.config.threading.get_inter_op_parallelism_threads())
     lazy = [name for name, module in sys.modules.items() if type(module).__name__ == "_LazyModule"]
     prefix = "tensorflow._api.v2."
     print("gfile lazy", prefix + "io.gfile" in lazy, "distribute lazy", prefix + "distribute" in lazy)
@@ -59,6 +63,9 @@ def test_pool_worker_imports_no_keras_and_keras_still_imports_later(tmp_path):
     # TensorFlow's API modules load on first use: distribution strategies are not imported by a
     # worker that only tokenizes, and are there when asked for.
     assert "distribute loaded False" in run.stdout
+    # Nor tf.config's cluster resolvers (googleapiclient): the worker sets its threads without it.
+    assert "resolvers loaded False" in run.stdout
+    assert "threads 1 1" in run.stdout
     # ... except tf.io.gfile, which clean-ups use: loaded at once, so a Ctrl-C cannot cut its load.
     assert "gfile lazy False distribute lazy True" in run.stdout
     assert "api on use MirroredStrategy Session 3" in run.stdout
