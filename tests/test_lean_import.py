@@ -25,7 +25,8 @@ CHECK = textwrap.dedent(
     print("resolvers loaded", "tensorflow.python.distribute.cluster_resolver" in sys.modules)
     import tensorflow as tf
 
-    print("threads", tf.config.threading.get_intra_op_parallelism_threads(), tf.config.threading.get_inter_op_parallelism_threads())
+    threading = tf.config.threading
+    print("threads", threading.get_intra_op_parallelism_threads(), threading.get_inter_op_parallelism_threads())
     lazy = [name for name, module in sys.modules.items() if type(module).__name__ == "_LazyModule"]
     prefix = "tensorflow._api.v2."
     print("gfile lazy", prefix + "io.gfile" in lazy, "distribute lazy", prefix + "distribute" in lazy)
