@@ -30,8 +30,9 @@ flags.DEFINE_integer(
 flags.DEFINE_integer(
     "unit_bytes",
     4 << 20,
-    "Bytes of input text per unit of work: the memory bound of a worker, and the pool random-next segments come "
-    "from. A document longer than a unit is a unit of its own.",
+    "Bytes of input text per unit of work (the input files read one after another: small files share a unit): "
+    "the memory bound of a worker, and the pool random-next segments come from. A document longer than a unit is "
+    "a unit of its own.",
 )
 flags.DEFINE_bool(
     "dynamic_masking",

@@ -201,10 +201,11 @@ def test_bad_lines_empty_documents_and_no_partial_output(corpus, tmp_path):
     assert not [name for name in os.listdir(tmp_path) if name.startswith("failing")]
 
 
-def test_one_document_per_file_is_counted_and_warned_about(corpus, tmp_path):
-    """Units do not span files: with one document per file every 'random next' B comes from A's
-    own document (read back from the records: each token id tells its document), which the
-    summary counts and warns about; the same documents in one file pair across documents."""
+def test_one_document_per_file_pairs_across_files_and_a_file_without_blank_lines_is_warned_about(corpus, tmp_path):
+    """Small files share units: with one document per file a 'random next' B comes from another
+    document (read back from the records: each token id tells its document), and a corpus that fits
+    one unit gives the same records whether it is one file or one file per document. A file without
+    the blank lines between documents is one long document: counted and warned about."""
     root, position = corpus
     documents = (root / "corpus.txt").read_text().strip().split("\n\n")
     files = []
@@ -213,8 +214,8 @@ def test_one_document_per_file_is_counted_and_warned_about(corpus, tmp_path):
         with open(files[-1], "w") as writer:
             writer.write(document + "\n")
 
-    def same_document_share(paths, output):
-        summary = create_pretraining_data(paths, [output], _options(root), log=lambda message: None)
+    def same_document_share(paths, output, **options):
+        summary = create_pretraining_data(paths, [output], _options(root, **options), log=lambda message: None)
         rows = _read([output])
         same = []
         for ids, segments, label in zip(rows["input_ids"], rows["segment_ids"], rows["next_sentence_labels"]):
@@ -226,14 +227,23 @@ def test_one_document_per_file_is_counted_and_warned_about(corpus, tmp_path):
                 same.append(bool(docs[0] & docs[1]))
         return summary, np.mean(same)
 
-    summary, share = same_document_share(files, str(tmp_path / "per_file.tfrecord"))
-    assert summary.units == NUM_DOCS and summary.single_document_units == NUM_DOCS and share == 1.0
-    assert summary.single_document_warning().startswith(
-        f"{NUM_DOCS} of {NUM_DOCS} units of text hold a single document"
+    per_file = tmp_path / "per_file.tfrecord"
+    summary, share = same_document_share(files, str(per_file))
+    assert summary.units == 1 and summary.documents == NUM_DOCS and share < 0.3
+    assert summary.single_document_warning() is None
+    one_file = tmp_path / "one_file.tfrecord"
+    summary, share = same_document_share([str(root / "corpus.txt")], str(one_file))
+    assert summary.single_document_units == 0 and share < 0.3
+    assert per_file.read_bytes() == one_file.read_bytes()
+    # Every document's lines in one file with no blank line: one document, over several units.
+    run_on = tmp_path / "run_on.txt"
+    run_on.write_text("\n".join(line for line in (root / "corpus.txt").read_text().splitlines() if line.strip()))
+    summary = create_pretraining_data(
+        [str(run_on)], [str(tmp_path / "run_on.tfrecord")], _options(root, unit_bytes=300), log=lambda message: None
     )
+    assert summary.units > 3 and summary.empty_units == summary.units - 1 and summary.single_document_units == 1
+    assert summary.single_document_warning().startswith("1 of 1 units of text hold a single document")
     assert summary.single_document_warning(next_sentence_prediction=False) is None
-    summary, share = same_document_share([str(root / "corpus.txt")], str(tmp_path / "one_file.tfrecord"))
-    assert summary.single_document_units == 0 and summary.single_document_warning() is None and share < 0.3
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
-"""Units of text by bytes: every document exactly once, in order, whatever the unit size, read by
-seeking into the file; a document longer than a unit is a unit of its own."""
+"""Units of text by bytes: every document exactly once, in order, whatever the unit size and however
+the text is cut into files, read by seeking into the files; a document longer than a unit is a unit
+of its own; small files share a unit."""
 
 import io
+import os
 import random
 
-from tfrecord_tools.pretraining_units import Unit, plan_units, read_unit
+from tfrecord_tools.pretraining_units import Span, Unit, plan_units, read_unit
 
 
 def _reference(data):
@@ -56,11 +58,43 @@ def test_a_document_longer_than_a_unit_is_a_unit_of_its_own(tmp_path):
     assert documents[0] == [["short one"], long_document.split("\n")]  # both start in the first 64 bytes
     assert all(d == [] for d in documents[1:-1])  # the ranges inside the long document hold none
     assert documents[-1] == [["short two"]]
-    # Units come from the sizes alone, across files, numbered in order.
+    # Units come from the sizes alone, the files read as one stream of bytes, numbered in order.
+    size = path.stat().st_size
     second = tmp_path / "second.txt"
     second.write_text("a\n\nb\n")
     both = plan_units([str(path), str(second)], 64)
-    assert both[-1] == Unit(len(units), str(second), 0, 5)
+    assert size % 64 + 5 <= 64  # the first file's last range and the second file fit in one unit
+    assert both[-1] == Unit(len(units) - 1, (Span(str(path), size - size % 64, size), Span(str(second), 0, 5)))
+    assert [document for unit in both for document in read_unit(unit)[0]] == [
+        *[document for unit_documents in documents for document in unit_documents],
+        ["a"],
+        ["b"],
+    ]
+
+
+def test_small_files_share_units_and_every_document_is_read_once(tmp_path):
+    """Files of one document each (books, articles) pack into units as one stream would: the unit
+    boundaries fall inside files or between them, every document is read once, in file order."""
+    rng = random.Random(1)
+    paths, want = [], []
+    for index in range(23):
+        document = [f"file {index} sentence {k}" for k in range(rng.randint(1, 4))]
+        path = tmp_path / f"doc{index}.txt"
+        # No trailing blank line in some: the end of a file ends its document.
+        path.write_text("\n".join(document) + ("\n\n" if index % 3 else "\n"))
+        paths.append(str(path))
+        want.append(document)
+    (tmp_path / "empty.txt").write_text("")
+    paths.insert(5, str(tmp_path / "empty.txt"))
+    total = sum(os.path.getsize(path) for path in paths)
+    for unit_bytes in (1, 5, 17, 64, 100, 1 << 20):
+        units = plan_units(paths, unit_bytes)
+        assert [unit.index for unit in units] == list(range(len(units)))
+        assert sum(unit.text_bytes for unit in units) == total
+        assert all(unit.text_bytes == unit_bytes for unit in units[:-1])
+        assert [document for unit in units for document in read_unit(unit)[0]] == want, unit_bytes
+    assert len(plan_units(paths, 1 << 20)) == 1  # the whole corpus: one unit, every file in it
+    assert plan_units([str(tmp_path / "empty.txt")], 64) == []
 
 
 def test_non_utf8_lines_are_counted_and_named(tmp_path):

@@ -119,7 +119,7 @@ def run_beam_pipeline(
     files = _match(input_patterns)
     sizes = dict(files)
     units = plan_units([path for path, _ in files], options.unit_bytes, size_of=sizes.__getitem__)
-    if not sum(unit.end - unit.start for unit in units):
+    if not sum(unit.text_bytes for unit in units):
         raise UsageError(f"{input_patterns}: hold no text; check --input_file")
     temporary = temporary_name(output_prefix)
     final, staged = _shard_names(output_prefix, num_shards), _shard_names(temporary, num_shards)

@@ -60,21 +60,24 @@ class Summary:
     masked_tokens: int = 0
     random_next: int = 0
     single_document_units: int = 0  # units whose text is one document
+    empty_units: int = 0  # units in which no document starts (ranges inside a longer document)
 
     def add(self, other):
         for field in dataclasses.fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
     def single_document_warning(self, next_sentence_prediction=True):
-        """A warning when most units hold one document (one file per document, or files without
-        blank lines): their random next segments come from the same document, where Google's
-        tool draws them from the whole corpus, so next-sentence prediction learns less."""
-        if not next_sentence_prediction or self.single_document_units * 2 <= self.units:
+        """A warning when most units with text hold one document (documents of about a unit or
+        more, such as files without blank lines): their random next segments come from the same
+        document, where Google's tool draws them from the whole corpus, so NSP learns less."""
+        with_text = self.units - self.empty_units
+        if not next_sentence_prediction or self.single_document_units * 2 <= with_text:
             return None
         return (
-            f"{self.single_document_units} of {self.units} units of text hold a single document, so their "
+            f"{self.single_document_units} of {with_text} units of text hold a single document, so their "
             "'random next' segments come from that same document (Google's tool draws them from the whole "
-            "corpus); put many documents in each input file, separated by blank lines"
+            "corpus); documents this long usually lack the blank lines that separate documents: put one "
+            "between documents (or raise --unit_bytes)"
         )
 
     def lines(self, next_sentence_prediction=True):
@@ -140,9 +143,10 @@ class UnitMaker:
         sentences = [sentence for document in documents for sentence in document]
         flat_ids, splits = self.tokenizer.tokenize_to_flat_ids(sentences)
         spans = self._documents_of(splits.tolist(), [len(document) for document in documents])
-        summary = Summary(units=1, text_bytes=unit.end - unit.start, documents=len(documents), bad_lines=bad_lines)
+        summary = Summary(units=1, text_bytes=unit.text_bytes, documents=len(documents), bad_lines=bad_lines)
         summary.empty_documents = sum(1 for _, offsets in spans if len(offsets) == 1)
         summary.single_document_units = int(len(spans) - summary.empty_documents == 1)
+        summary.empty_units = int(not documents)
         records = []
         for features in self.maker.feature_chunks(
             flat_ids, spans, options.random_seed, unit.index, options.dupe_factor, masked=not options.dynamic_masking
@@ -238,7 +242,7 @@ def create_pretraining_data(input_paths, output_files, options, log=print, progr
     """
     check_vocab(options.vocab_file)
     units = plan_units(input_paths, options.unit_bytes)
-    total_bytes = sum(unit.end - unit.start for unit in units)
+    total_bytes = sum(unit.text_bytes for unit in units)
     if not total_bytes:
         raise UsageError(f"{', '.join(input_paths)}: hold no text; check --input_file")
     warnings = LimitedWarnings(warn or log)

@@ -1,12 +1,14 @@
 """Units of pretraining text: byte ranges of the input files and the documents that start in each.
 
-Unit k of a file is every document whose first line starts in bytes [k * unit_bytes,
-(k + 1) * unit_bytes) of it, so the units follow from the file sizes alone. Any worker, a local
-process or a Beam worker on another machine, reads just its own range (seeking into the file), and
-the same files and flags give the same units wherever they run. A document longer than a unit is
-the only document of the unit it starts in, and the ranges inside it hold none. Documents are
-Google's: one sentence per line, a blank line between documents (and a file ends one).
-"""
+The inputs, in order, are read as one stream of bytes, and unit k is every document whose first
+line starts in bytes [k * unit_bytes, (k + 1) * unit_bytes) of it, so the units follow from the
+file sizes alone. A unit spans files where they are small (many one-book or one-article files
+share a unit, as Google's tool pools all documents), and is a range of one file where it is large.
+Any worker, a local process or a Beam worker on another machine, reads just its own ranges
+(seeking into the files), and the same files and flags give the same units wherever they run. A
+document longer than a unit is the only document of the unit it starts in, and the ranges inside
+it hold none. Documents are Google's: one sentence per line, a blank line between documents (and
+the end of a file ends one)."""
 
 import dataclasses
 import os
@@ -21,14 +23,25 @@ _READ_BACK = 4096
 
 
 @dataclasses.dataclass(frozen=True)
-class Unit:
-    """`index` numbers the units of all inputs in order (files, then ranges): it seeds the unit's
-    randomness and places its records in the output files."""
+class Span:
+    """Bytes [start, end) of the file at `path`."""
 
-    index: int
     path: str
     start: int
     end: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    """`index` numbers the units in order: it seeds the unit's randomness and places its records in
+    the output files. `spans` are its byte ranges, one per file it covers, in order."""
+
+    index: int
+    spans: tuple
+
+    @property
+    def text_bytes(self):
+        return sum(span.end - span.start for span in self.spans)
 
 
 def _size(path):
@@ -40,14 +53,22 @@ def _size(path):
 
 
 def plan_units(paths, unit_bytes=DEFAULT_UNIT_BYTES, size_of=_size):
-    """The units of `paths`, in order."""
+    """The units of `paths`, in order (empty files are in none)."""
     if unit_bytes < 1:
         raise UsageError(f"--unit_bytes={unit_bytes}: must be at least 1")
-    units = []
+    units, spans, filled = [], [], 0
     for path in paths:
-        size = size_of(path)
-        for start in range(0, max(size, 1), unit_bytes):
-            units.append(Unit(len(units), path, start, min(start + unit_bytes, size)))
+        size, start = size_of(path), 0
+        while start < size:
+            end = min(start + unit_bytes - filled, size)
+            spans.append(Span(path, start, end))
+            filled += end - start
+            start = end
+            if filled == unit_bytes:
+                units.append(Unit(len(units), tuple(spans)))
+                spans, filled = [], 0
+    if spans:
+        units.append(Unit(len(units), tuple(spans)))
     return units
 
 
@@ -90,18 +111,26 @@ def _previous_line_is_blank(reader, position, tail):
 
 
 def read_unit(unit, warn=None, opener=open_binary):
-    """(documents, lines skipped as not UTF-8): the documents of `unit`, each a list of sentences.
-    A line that is not UTF-8 is skipped (and named through `warn`)."""
-    documents, document, bad_lines = [], None, 0
-    with opener(unit.path) as reader:
-        if unit.start == 0:
+    """(documents, lines skipped as not UTF-8): the documents of `unit`, each a list of sentences,
+    its files' in order. A line that is not UTF-8 is skipped (and named through `warn`)."""
+    documents, bad_lines = [], 0
+    for span in unit.spans:
+        bad_lines += _read_span(span, documents, warn, opener)
+    return documents, bad_lines
+
+
+def _read_span(span, documents, warn, opener):
+    """Appends the documents that start in `span` to `documents`; returns the lines skipped."""
+    document, bad_lines = None, 0
+    with opener(span.path) as reader:
+        if span.start == 0:
             position, previous_blank = 0, True
         else:
             # The first line that starts at or after `start`, and whether the line before it is blank.
-            reader.seek(unit.start - 1)
+            reader.seek(span.start - 1)
             tail = reader.readline()
-            position = unit.start - 1 + len(tail)
-            previous_blank = _previous_line_is_blank(reader, unit.start - 1, tail)
+            position = span.start - 1 + len(tail)
+            previous_blank = _previous_line_is_blank(reader, span.start - 1, tail)
             reader.seek(position)
         for raw in iter(reader.readline, b""):
             line_start, position = position, position + len(raw)
@@ -110,22 +139,22 @@ def read_unit(unit, warn=None, opener=open_binary):
                 if document:
                     documents.append(document)
                 document, previous_blank = None, True
-                if line_start >= unit.end:
+                if line_start >= span.end:
                     break
                 continue
             if previous_blank:
-                if line_start >= unit.end:
+                if line_start >= span.end:
                     break  # the next unit's document
                 document = []
             previous_blank = False
-            if document is None:  # inside a document that started before this unit
+            if document is None:  # inside a document that started before this span
                 continue
             if text is None:
                 bad_lines += 1
                 if warn is not None:
-                    warn(f"{unit.path}: the line at byte {line_start}: skipped, not UTF-8")
+                    warn(f"{span.path}: the line at byte {line_start}: skipped, not UTF-8")
                 continue
             document.append(text.strip())
     if document:
         documents.append(document)
-    return documents, bad_lines
+    return bad_lines
