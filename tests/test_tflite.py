@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_common.errors import UsageError
 from keras_bert_impl.serving.export import export_saved_model
 from keras_bert_impl.serving.tflite import TFLiteModel, convert_to_tflite
 from keras_bert_impl.tasks.registry import create_task
@@ -143,3 +144,44 @@ def test_export_command_writes_the_tflite_file_and_checks_it_first(model_dir, tm
     assert "dynamic_range" in good.stderr.strip().splitlines()[-1]
     outputs = TFLiteModel(tmp_path / "b.tflite")(**_ids(2, 5, 4))
     assert outputs["pooled_output"].shape == (2, 32)
+    # Another export may not overwrite that file without --force (checked before the export).
+    taken = subprocess.run(
+        [*command, f"--export_dir={tmp_path}/c", f"--tflite_file={tmp_path}/b.tflite"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert taken.returncode == 1 and "Traceback" not in taken.stderr
+    assert (
+        taken.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            f"{tmp_path}/b.tflite: already exists and was not converted from {tmp_path}/c; pass --force to replace it "
+            "(or choose another --tflite_file)"
+        )
+    )
+    assert not (tmp_path / "c").exists()
+
+
+def test_an_existing_tflite_file_is_replaced_by_its_own_export_or_with_force(tmp_path, monkeypatch):
+    """The rule of `check_tflite_file`, on export records: only the export that recorded converting
+    the file (the same command run again) or --force replaces it, and never an input."""
+    from keras_bert_impl.serving.export import EXPORT_RECORD, check_tflite_file, record_tflite_file
+
+    export_dir, tflite = tmp_path / "export", tmp_path / "model.tflite"
+    export_dir.mkdir()
+    (export_dir / EXPORT_RECORD).write_text('{"source": "init_checkpoint:/runs/a", "fingerprint": "f"}')
+    check_tflite_file(str(tflite), str(export_dir), False, "init_checkpoint:/runs/a", {})  # no file yet
+    tflite.write_bytes(b"someone else's")
+    with pytest.raises(FileExistsError, match="already exists and was not converted from"):
+        check_tflite_file(str(tflite), str(export_dir), False, "init_checkpoint:/runs/a", {})
+    check_tflite_file(str(tflite), str(export_dir), True, "init_checkpoint:/runs/a", {})  # --force
+    monkeypatch.chdir(tmp_path)
+    record_tflite_file(str(export_dir), "model.tflite")  # a relative name, recorded absolute
+    assert '"fingerprint": "f"' in (export_dir / EXPORT_RECORD).read_text()
+    check_tflite_file(str(tflite), str(export_dir), False, "output_dir:/runs/a", {})  # the same source
+    with pytest.raises(FileExistsError):
+        check_tflite_file(str(tflite), str(export_dir), False, "init_checkpoint:/runs/b", {})
+    with pytest.raises(UsageError, match="replacing it would delete that"):
+        check_tflite_file(str(tflite), str(export_dir), True, "init_checkpoint:/runs/a", {"--vocab_file": str(tflite)})

@@ -78,6 +78,33 @@ def check_export_dir(export_dir, force, source, inputs=None):
         )
 
 
+def _location(path):
+    return str(path) if "://" in str(path) else os.path.abspath(path)
+
+
+def check_tflite_file(tflite_file, export_dir, force, source, inputs):
+    """Before heavy work: an existing `tflite_file` is replaced only with `force`, or when the
+    export in `export_dir` of the same `source` recorded converting it (this command run again);
+    never when it is one of `inputs`."""
+    check_not_holding_inputs(tflite_file, "--tflite_file", inputs)
+    if force or not exists(tflite_file):
+        return
+    record = export_record(export_dir)
+    if not (_same_source(record, source) and record.get("tflite_file") == _location(tflite_file)):
+        raise FileExistsError(
+            f"{tflite_file}: already exists and was not converted from {export_dir}; pass --force to replace it "
+            "(or choose another --tflite_file)"
+        )
+
+
+def record_tflite_file(export_dir, tflite_file):
+    """Notes in the export's record that `tflite_file` was converted from it."""
+    record = export_record(export_dir)
+    record["tflite_file"] = _location(tflite_file)
+    with atomic_output(os.path.join(export_dir, EXPORT_RECORD)) as writer:
+        json.dump(record, writer, indent=1)
+
+
 def fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length):
     """sha256 of what decides an export's behaviour: every weight, the vocabulary and the options."""
     digest = hashlib.sha256()
@@ -253,20 +280,17 @@ def build_and_export(options, log=print):
     source = "init_checkpoint:" + (
         os.path.abspath(options.init_checkpoint) if options.init_checkpoint else "random weights"
     )
-    check_export_dir(
-        options.export_dir,
-        options.force,
-        source,
-        {
-            "--init_checkpoint": options.init_checkpoint,
-            "--vocab_file": options.vocab_file,
-            "--bert_config_file": options.bert_config_file,
-        },
-    )
+    inputs = {
+        "--init_checkpoint": options.init_checkpoint,
+        "--vocab_file": options.vocab_file,
+        "--bert_config_file": options.bert_config_file,
+    }
+    check_export_dir(options.export_dir, options.force, source, inputs)
     if options.tflite_file:
         from keras_bert_impl.serving.tflite import check_tflite_options
 
         check_tflite_options(options.tflite_file, options.tflite_quantization)
+        check_tflite_file(options.tflite_file, options.export_dir, options.force, source, inputs)
     if options.init_checkpoint:
         check_init_checkpoint(options.init_checkpoint, config, options.bert_config_file)
     elif not options.allow_random_weights:
@@ -324,6 +348,7 @@ def build_and_export(options, log=print):
         from keras_bert_impl.serving.tflite import convert_to_tflite
 
         size = convert_to_tflite(options.export_dir, options.tflite_file, options.tflite_quantization)
+        record_tflite_file(options.export_dir, options.tflite_file)
         kind = f"{options.tflite_quantization}, {size / 2**20:.1f} MiB"
         log(f"wrote {options.tflite_file} ({kind}): token ids in, signature serve_ids")
     return options.export_dir
