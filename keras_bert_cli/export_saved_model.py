@@ -69,7 +69,8 @@ def main(_):
     if FLAGS.model_type is None:
         # A fine-tuned run exports its head, with the labels, casing and lengths it trained with,
         # not the encoder under it; flags given on the command line still win.
-        record = read_task_record(FLAGS.init_checkpoint) or {"model_type": "encoder"}
+        # No record: the encoder, unless the checkpoint holds a head (then refused, not dropped).
+        record = read_task_record(FLAGS.init_checkpoint) or {"model_type": None}
         given = {key: value for key, value in record.items() if key in FLAGS and not FLAGS[key].present}
         if "source" in record:
             shown = ", ".join(f"--{key}={value}" for key, value in given.items() if value is not None)
@@ -78,7 +79,7 @@ def main(_):
     label_names = FLAGS.label_names or given.pop("label_names", None)
     if not label_names and FLAGS.num_labels:
         label_names = [str(index) for index in range(FLAGS.num_labels)]
-    task = task_class(model_type)  # before any work: a known task
+    task = task_class(model_type or "encoder")  # before any work: a known task
     if task.label_bias and task.num_outputs is None and not label_names:  # a head with named outputs
         raise UsageError(f"--model_type={model_type} needs --label_names (or --num_labels)")
     fields = {field.name for field in dataclasses.fields(ExportOptions)}

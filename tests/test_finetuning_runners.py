@@ -425,6 +425,23 @@ def test_export_command_serves_the_head_a_run_trained_by_default(model_dir, tmp_
         text_a=tf.constant(["the movie was good"]), text_b=tf.constant(["the film is great"])
     )
     assert outputs["probabilities"].shape == (1, 2) and outputs["labels"].numpy()[0] in (b"0", b"1")
+    # A run that left no record (an older version's): its head is refused, not dropped for the encoder.
+    (out / "task.json").unlink()
+    unstated = subprocess.run(
+        common + [f"--init_checkpoint={prefix}", f"--export_dir={tmp_path}/unstated"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert unstated.returncode == 1 and "Traceback" not in unstated.stderr
+    last = unstated.stderr.strip().splitlines()[-1]
+    assert last.endswith(
+        f"{prefix}: holds a fine-tuned task head (2 variables beside the encoder) and no task.json says which "
+        "task; pass the --model_type it was trained as (with its --label_names), or --model_type=encoder to "
+        "export the encoder alone"
+    ), last
+    assert not (tmp_path / "unstated").exists()
     regression = subprocess.run(
         common + ["--model_type=regression", "--allow_random_weights", f"--export_dir={tmp_path}/score"],
         capture_output=True,

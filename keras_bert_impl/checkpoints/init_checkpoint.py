@@ -200,6 +200,18 @@ def initialize_from_checkpoint(model, path):
     return report
 
 
+def task_head_variables(path):
+    """Paths of the variables a checkpoint of ours holds beyond the encoder and the pretraining
+    heads: a fine-tuned task's head. [] for Google's and Hugging Face's checkpoints."""
+    if is_hf_directory(path):
+        return []
+    prefix = resolve_checkpoint_prefix(path)
+    if not is_object_based(prefix):
+        return []
+    shared = set().union(*(_variables_under(prefix, f"model/{name}") for name in ("encoder", *dict(_SOURCE_HEADS))))
+    return sorted(where for node, where in _variables_under(prefix, "model").items() if node not in shared)
+
+
 def _variables_under(prefix, path):
     """{node id: a path to it} of every variable an object-based checkpoint holds below `path`
     (e.g. "model/encoder"), read from its object graph: variables are stored once, under whichever

@@ -211,6 +211,8 @@ class ExportOptions:
     vocab_file: str
     export_dir: str
     init_checkpoint: str = None
+    # None: nothing says which task (no flag, no run record): the encoder, unless the checkpoint
+    # holds a task head, which is then refused rather than dropped.
     model_type: str = "encoder"
     do_lower_case: bool = True
     label_names: list = None
@@ -259,6 +261,7 @@ def build_and_export(options, log=print):
         check_init_checkpoint,
         check_model_files,
         initialize_from_checkpoint,
+        task_head_variables,
     )
     from keras_bert_impl.checkpoints.sentence_transformers import resolve_pooling
     from keras_bert_impl.errors import CheckpointMismatchError
@@ -266,6 +269,9 @@ def build_and_export(options, log=print):
     from tfrecord_tools.tokenization import validate_case_matches_checkpoint
     from tfrecord_tools.vocab_file import check_special_tokens, load_vocab_list
 
+    unstated = options.model_type is None
+    if unstated:
+        options = dataclasses.replace(options, model_type="encoder")
     if options.precision not in PRECISIONS:
         raise UsageError(f"--precision={options.precision}: use one of {', '.join(PRECISIONS)}")
     pooling = {"pooling": options.pooling, "normalize_embeddings": options.normalize_embeddings}
@@ -293,6 +299,13 @@ def build_and_export(options, log=print):
         check_tflite_file(options.tflite_file, options.export_dir, options.force, source, inputs)
     if options.init_checkpoint:
         check_init_checkpoint(options.init_checkpoint, config, options.bert_config_file)
+        head = task_head_variables(options.init_checkpoint) if unstated else []
+        if head:
+            raise UsageError(
+                f"{options.init_checkpoint}: holds a fine-tuned task head ({len(head)} variables beside the "
+                "encoder) and no task.json says which task; pass the --model_type it was trained as (with its "
+                "--label_names), or --model_type=encoder to export the encoder alone"
+            )
     elif not options.allow_random_weights:
         raise UsageError(
             "no --init_checkpoint: the SavedModel would serve random weights; pass --init_checkpoint "
