@@ -53,6 +53,31 @@ def test_a_run_already_past_its_steps_says_there_is_nothing_to_train(trained, tm
     assert "already past --num_train_steps=3: nothing to train" in logs and result.train.final_step == 5
 
 
+def test_a_record_from_an_older_version_gains_the_flags_it_lacked(trained, tmp_path):
+    """An input_flags.json without --pad_to_max_seq_length (as older versions wrote it): that
+    resume is not checked on it and says so; the record gains it, and the next resume with another
+    value is refused."""
+    import json
+
+    paths, out = trained
+    copy = _copy(out, tmp_path)
+    record = os.path.join(copy, "input_flags.json")
+    saved = json.loads(open(record).read())
+    padded = saved.pop("--pad_to_max_seq_length")
+    with open(record, "w") as writer:
+        json.dump(saved, writer)
+    logs = []
+    run_pretraining(PretrainingOptions(**pretraining_flags(paths, copy, num_train_steps=6)), log=logs.append)
+    assert any(
+        "input_flags.json (from an older version) lacks --pad_to_max_seq_length: not checked on this resume" in line
+        for line in logs
+    ), logs
+    assert json.loads(open(record).read()) == {**saved, "--pad_to_max_seq_length": padded}
+    flags = pretraining_flags(paths, copy, num_train_steps=7, pad_to_max_seq_length=not padded)
+    with pytest.raises(UsageError, match=rf"written reading --pad_to_max_seq_length={padded}, not {not padded}; "):
+        run_pretraining(PretrainingOptions(**flags), log=_quiet)
+
+
 def test_a_killed_run_is_checked_against_the_config_it_started_with(trained, tmp_path):
     """bert_config.json is written when training starts, not only with the final export."""
     from keras_bert_impl.models.bert_config import BertConfig

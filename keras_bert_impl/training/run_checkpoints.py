@@ -114,13 +114,15 @@ class RunCheckpoints:
 
     def check_input_flags(self, input_flags):
         """A checkpoint's data position is one of the pipeline it was saved from: resuming over
-        other files or batches would fail deep in tf.data, or read the data in another order."""
+        other files or batches would fail deep in tf.data, or read the data in another order.
+        Returns the flags the record lacked (written by an older version): not checked this time,
+        recorded now so that later resumes check them."""
         if input_flags is None:
-            return
+            return []
         path = os.path.join(self.output_dir, INPUT_FLAGS_FILE)
         if tf.train.latest_checkpoint(self.output_dir):
             if not tf.io.gfile.exists(path):
-                return  # written before this record existed
+                return []  # written before this record existed
             saved = json.loads(read_bytes(path))
             # A flag the new run lacks was left out (a --feature_based run resumed without it); one
             # only the new run has came after the record was written, and is not compared.
@@ -141,7 +143,13 @@ class RunCheckpoints:
                     + f"; resume with the same {' and '.join(changed)}, or pass a new --output_dir to train on this "
                     "data (--init_checkpoint=<that output_dir> starts from its weights)"
                 )
-        elif self.is_chief:
+            unrecorded = [flag for flag in input_flags if flag not in saved]
+            if unrecorded and self.is_chief:
+                with atomic_output(path) as writer:
+                    json.dump({**saved, **{flag: input_flags[flag] for flag in unrecorded}}, writer, indent=1)
+            return unrecorded
+        if self.is_chief:
             tf.io.gfile.makedirs(self.output_dir)
             with atomic_output(path) as writer:
                 json.dump(input_flags, writer, indent=1)
+        return []

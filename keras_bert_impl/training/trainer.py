@@ -36,7 +36,7 @@ from keras_bert_impl.layers.fused import plain_formulas
 from keras_bert_impl.training.best_checkpoint import BestCheckpoint
 from keras_bert_impl.training.distribution import input_pipeline_of, is_chief
 from keras_bert_impl.training.loop_progress import LoopProgress
-from keras_bert_impl.training.run_checkpoints import RunCheckpoints
+from keras_bert_impl.training.run_checkpoints import INPUT_FLAGS_FILE, RunCheckpoints
 from keras_bert_impl.training.summaries import Summaries, is_number
 
 
@@ -262,7 +262,12 @@ class Trainer:
         returns a `TrainResult`. With `eval_schedule`, evaluates every N steps (and at the end).
         `input_flags` ({flag: value}, e.g. the files and batch size `dataset` reads) is kept beside
         the checkpoints: a resume with other values is refused, naming them."""
-        self.checkpoints.check_input_flags(input_flags)
+        unrecorded = self.checkpoints.check_input_flags(input_flags)
+        if unrecorded:
+            getattr(self.log, "warning", self.log)(
+                f"{self.checkpoints.output_dir}: its {INPUT_FLAGS_FILE} (from an older version) lacks "
+                f"{', '.join(unrecorded)}: not checked on this resume; recorded now, so later resumes check them"
+            )
         with self.strategy.scope():
             self.iterator = iter(dataset)
         restored = self.checkpoints.open(self.iterator)
