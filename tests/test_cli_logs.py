@@ -113,6 +113,28 @@ def test_progress_comes_from_inside_a_long_loop(tmp_path):
     assert all("examples/s" in line and "ETA" in line for line in logs if line.startswith("step "))
 
 
+def test_the_rate_and_eta_leave_out_the_first_steps_tracing():
+    """100 steps of 0.2 s after a first step that took 10 s (tracing): the rate is 5 steps/s from
+    the end of the first step, not 11 steps in 12 s; later loops count from their own start
+    (a checkpoint or an evaluation between loops does not count)."""
+    from keras_bert_impl.training.loop_progress import LoopProgress
+
+    now = [100.0]
+    progress = LoopProgress(101, 0, 3, 30, clock=lambda: now[0])
+    progress.start_loop(0)
+    now[0] += 10.0
+    progress.step_done(1)
+    assert abs(progress.examples_per_second(1) - 3 * 1 / 10.0) < 1e-9  # only the traced step so far
+    now[0] += 2.0
+    progress.step_done(11)
+    assert abs(progress.examples_per_second(11) - 3 * 5.0) < 1e-9
+    assert abs(progress.eta(11) - 90 / 5.0) < 1e-9
+    now[0] += 60.0  # a checkpoint and an evaluation
+    progress.start_loop(11)
+    now[0] += 4.0
+    assert abs(progress.eta(31) - 70 / 5.0) < 1e-9
+
+
 def _app(body):
     """A tool whose main runs `body`, through keras_bert_cli.app like every tool."""
     code = (

@@ -223,7 +223,10 @@ class Trainer:
         if stop.requested():
             return True
         progress = self._progress
-        if progress is None or not progress.due() or int(done) == int(num_steps):
+        if progress is None:
+            return False
+        progress.step_done(progress.loop_start_step + int(done))
+        if not progress.due() or int(done) == int(num_steps):
             return False
         sums = dict(zip(sorted(self._numerator_names + self._denominator_names), (float(v) for v in values)))
         self._log_progress(progress.loop_start_step + int(done), self._ratios(sums))
@@ -313,6 +316,7 @@ class Trainer:
             elapsed = time.time() - loop_start
             metrics = self._ratios(sums)
             step = self.global_step
+            self._progress.step_done(step)  # where the loop does not report its steps (TPU)
             if not all(map(_finite, metrics.values())):
                 saved = self._last_saved_step()
                 kept = f"its checkpoint of step {saved} is kept" if saved is not None else "no checkpoint was saved yet"
