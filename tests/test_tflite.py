@@ -117,51 +117,36 @@ def test_export_command_writes_the_tflite_file_and_checks_it_first(model_dir, tm
         f"--init_checkpoint={model_dir}/bert_model.ckpt",
         "--max_seq_length=16",
     ]
+
+    def export(*flags):
+        run = subprocess.run([*command, *flags], capture_output=True, text=True, env=subprocess_env(), timeout=300)
+        return run.returncode, run.stderr.strip().splitlines()[-1], run.stderr
+
     (tmp_path / "taken").mkdir()
-    bad = subprocess.run(
-        [*command, f"--export_dir={tmp_path}/a", f"--tflite_file={tmp_path}/taken"],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
-    assert bad.returncode == 1 and "Traceback" not in bad.stderr
-    assert f"{tmp_path}/taken: is a directory; --tflite_file names a file" in bad.stderr.strip().splitlines()[-1]
+    code, last, stderr = export(f"--export_dir={tmp_path}/a", f"--tflite_file={tmp_path}/taken")
+    assert code == 1 and "Traceback" not in stderr
+    assert f"{tmp_path}/taken: is a directory; --tflite_file names a file" in last
     assert not (tmp_path / "a").exists()  # checked before the export
-    good = subprocess.run(
-        [
-            *command,
-            f"--export_dir={tmp_path}/b",
-            f"--tflite_file={tmp_path}/b.tflite",
-            "--tflite_quantization=dynamic_range",
-        ],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
+    code, last, stderr = export(
+        f"--export_dir={tmp_path}/b", f"--tflite_file={tmp_path}/b.tflite", "--tflite_quantization=dynamic_range"
     )
-    assert good.returncode == 0, good.stderr[-3000:]
-    assert "dynamic_range" in good.stderr.strip().splitlines()[-1]
+    assert code == 0, stderr[-3000:]
+    assert "dynamic_range" in last
     outputs = TFLiteModel(tmp_path / "b.tflite")(**_ids(2, 5, 4))
     assert outputs["pooled_output"].shape == (2, 32)
     # Another export may not overwrite that file without --force (checked before the export).
-    taken = subprocess.run(
-        [*command, f"--export_dir={tmp_path}/c", f"--tflite_file={tmp_path}/b.tflite"],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
-    assert taken.returncode == 1 and "Traceback" not in taken.stderr
-    assert (
-        taken.stderr.strip()
-        .splitlines()[-1]
-        .endswith(
-            f"{tmp_path}/b.tflite: already exists and was not converted from {tmp_path}/c; pass --force to replace it "
-            "(or choose another --tflite_file)"
-        )
-    )
+    code, last, stderr = export(f"--export_dir={tmp_path}/c", f"--tflite_file={tmp_path}/b.tflite")
+    assert code == 1 and "Traceback" not in stderr
+    assert last.endswith(
+        f"{tmp_path}/b.tflite: already exists and was not converted from {tmp_path}/c; pass --force to replace it "
+        "(or choose another --tflite_file)"
+    ), last
     assert not (tmp_path / "c").exists()
+    # The same command run again replaces its own file: the export's record names it.
+    code, last, stderr = export(
+        f"--export_dir={tmp_path}/b", f"--tflite_file={tmp_path}/b.tflite", "--tflite_quantization=dynamic_range"
+    )
+    assert code == 0 and "dynamic_range" in last, stderr[-3000:]
 
 
 def test_an_existing_tflite_file_is_replaced_by_its_own_export_or_with_force(tmp_path, monkeypatch):
