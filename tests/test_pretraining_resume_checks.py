@@ -55,8 +55,8 @@ def test_a_run_already_past_its_steps_says_there_is_nothing_to_train(trained, tm
 
 def test_a_record_from_an_older_version_gains_the_flags_it_lacked(trained, tmp_path):
     """An input_flags.json without --pad_to_max_seq_length (as older versions wrote it): that
-    resume is not checked on it and says so; the record gains it, and the next resume with another
-    value is refused."""
+    resume is not checked on it and says so; the record gains it with the resume's first checkpoint
+    (a resume that fails adds nothing), and the next resume with another value is refused."""
     import json
 
     paths, out = trained
@@ -66,10 +66,16 @@ def test_a_record_from_an_older_version_gains_the_flags_it_lacked(trained, tmp_p
     padded = saved.pop("--pad_to_max_seq_length")
     with open(record, "w") as writer:
         json.dump(saved, writer)
+    # A resume that fails (here on the iterator's state, which other padding does not fit) records nothing.
+    wrong = pretraining_flags(paths, copy, num_train_steps=6, pad_to_max_seq_length=not padded)
+    with pytest.raises(UsageError):
+        run_pretraining(PretrainingOptions(**wrong), log=_quiet)
+    assert json.loads(open(record).read()) == saved
     logs = []
     run_pretraining(PretrainingOptions(**pretraining_flags(paths, copy, num_train_steps=6)), log=logs.append)
     assert any(
-        "input_flags.json (from an older version) lacks --pad_to_max_seq_length: not checked on this resume" in line
+        "input_flags.json does not record --pad_to_max_seq_length (written by an older version, or by a run "
+        "started without it): not checked on this resume" in line
         for line in logs
     ), logs
     assert json.loads(open(record).read()) == {**saved, "--pad_to_max_seq_length": padded}

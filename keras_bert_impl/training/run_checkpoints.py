@@ -33,6 +33,7 @@ class RunCheckpoints:
         self.max_to_keep = max_to_keep
         self.manager = None
         self.saving = False
+        self._unrecorded_flags = {}  # input flags the record lacks: added once a checkpoint is saved with them
 
     def _rng_states(self):
         return [v for v in self.model.variables if "seed_generator_state" in v.path]
@@ -90,12 +91,18 @@ class RunCheckpoints:
     def save(self, step):
         self.saving = True
         try:
-            return self.manager.save(checkpoint_number=step)
+            saved = self.manager.save(checkpoint_number=step)
         except BaseException:
             self._remove_unrecorded(step)  # a full disk or a signal: no half-written checkpoint stays
             raise
         finally:
             self.saving = False
+        if self._unrecorded_flags and self.is_chief:
+            path = os.path.join(self.output_dir, INPUT_FLAGS_FILE)
+            with atomic_output(path) as writer:
+                json.dump({**json.loads(read_bytes(path)), **self._unrecorded_flags}, writer, indent=1)
+        self._unrecorded_flags = {}
+        return saved
 
     def _remove_unrecorded(self, step):
         """The files of checkpoint `step` when the state file does not name it (its save failed)."""
@@ -115,8 +122,9 @@ class RunCheckpoints:
     def check_input_flags(self, input_flags):
         """A checkpoint's data position is one of the pipeline it was saved from: resuming over
         other files or batches would fail deep in tf.data, or read the data in another order.
-        Returns the flags the record lacked (written by an older version): not checked this time,
-        recorded now so that later resumes check them."""
+        Returns the flags the record lacks (an older version's record, or a run started without
+        them): not checked this time; added to the record with the first checkpoint saved here, so
+        that later resumes check them (not before: a resume that fails must not record its values)."""
         if input_flags is None:
             return []
         path = os.path.join(self.output_dir, INPUT_FLAGS_FILE)
@@ -125,7 +133,7 @@ class RunCheckpoints:
                 return []  # written before this record existed
             saved = json.loads(read_bytes(path))
             # A flag the new run lacks was left out (a --feature_based run resumed without it); one
-            # only the new run has came after the record was written, and is not compared.
+            # only the new run has is not compared (see the docstring).
             changed = [flag for flag, value in input_flags.items() if flag in saved and saved[flag] != value]
             changed += [flag for flag in saved if flag not in input_flags]
             if changed:
@@ -143,11 +151,8 @@ class RunCheckpoints:
                     + f"; resume with the same {' and '.join(changed)}, or pass a new --output_dir to train on this "
                     "data (--init_checkpoint=<that output_dir> starts from its weights)"
                 )
-            unrecorded = [flag for flag in input_flags if flag not in saved]
-            if unrecorded and self.is_chief:
-                with atomic_output(path) as writer:
-                    json.dump({**saved, **{flag: input_flags[flag] for flag in unrecorded}}, writer, indent=1)
-            return unrecorded
+            self._unrecorded_flags = {flag: value for flag, value in input_flags.items() if flag not in saved}
+            return list(self._unrecorded_flags)
         if self.is_chief:
             tf.io.gfile.makedirs(self.output_dir)
             with atomic_output(path) as writer:

@@ -268,8 +268,9 @@ class Trainer:
         unrecorded = self.checkpoints.check_input_flags(input_flags)
         if unrecorded:
             getattr(self.log, "warning", self.log)(
-                f"{self.checkpoints.output_dir}: its {INPUT_FLAGS_FILE} (from an older version) lacks "
-                f"{', '.join(unrecorded)}: not checked on this resume; recorded now, so later resumes check them"
+                f"{self.checkpoints.output_dir}: its {INPUT_FLAGS_FILE} does not record {', '.join(unrecorded)} "
+                "(written by an older version, or by a run started without it): not checked on this resume; "
+                "recorded with the next checkpoint, so later resumes check it"
             )
         with self.strategy.scope():
             self.iterator = iter(dataset)
@@ -316,7 +317,9 @@ class Trainer:
             elapsed = time.time() - loop_start
             metrics = self._ratios(sums)
             step = self.global_step
-            self._progress.step_done(step)  # where the loop does not report its steps (TPU)
+            # Where the loop does not report its steps (TPU) this marks the end of the first loop:
+            # its own line still counts the compilation, later ones do not.
+            self._progress.step_done(step)
             if not all(map(_finite, metrics.values())):
                 saved = self._last_saved_step()
                 kept = f"its checkpoint of step {saved} is kept" if saved is not None else "no checkpoint was saved yet"
