@@ -70,7 +70,7 @@ def main(_):
         # A fine-tuned run exports its head, with the labels, casing and lengths it trained with,
         # not the encoder under it; flags given on the command line still win.
         # No record: the encoder, unless the checkpoint holds a head (then refused, not dropped).
-        record = read_task_record(FLAGS.init_checkpoint) or {"model_type": None}
+        record = read_task_record(FLAGS.init_checkpoint, tool="export_saved_model") or {"model_type": None}
         given = {key: value for key, value in record.items() if key in FLAGS and not FLAGS[key].present}
         if "source" in record:
             shown = ", ".join(f"--{key}={value}" for key, value in given.items() if value is not None)

@@ -169,3 +169,25 @@ def test_export_checks_the_casing_of_a_google_model(model_dir, tmp_path):  # noq
     with pytest.raises(UsageError, match="is a lower-cased model but --do_lower_case=False; pass --do_lower_case=True"):
         build_and_export(ExportOptions(**flags), log=lambda _: None)
     assert not (tmp_path / "saved").exists()
+
+
+def test_a_run_of_a_task_outside_the_registry_is_named_not_taken_for_an_encoder(tmp_path):
+    """A feature-based tagger's run (task.json names a task the registry cannot build): export and
+    convert without --model_type say so and point to the runner's own export, instead of exporting
+    the encoder or claiming there is no task.json; with --model_type the record is not needed."""
+    import json
+
+    from keras_bert_impl.tasks.feature_tagging import FeatureTaggingTask
+    from keras_bert_impl.tasks.registry import TASK_RECORD, TASKS, read_task_record
+
+    assert FeatureTaggingTask.name not in TASKS
+    (tmp_path / TASK_RECORD).write_text(json.dumps({"model_type": FeatureTaggingTask.name, "lstm_size": 8}))
+    prefix = str(tmp_path / "ckpt-3")
+    with pytest.raises(UsageError) as refused:
+        read_task_record(prefix, tool="export_saved_model")
+    assert str(refused.value) == (
+        f"{tmp_path}/{TASK_RECORD}: the run trained ner_feature_based, which export_saved_model cannot build; "
+        "export it with the runner that trained it (its --export_dir), or pass --model_type=encoder for the "
+        "encoder alone"
+    )
+    assert read_task_record(prefix) is None

@@ -37,7 +37,7 @@ def _run_weights(input_dir, config, model_type, label_names):
     from keras_bert_impl.tasks.registry import create_task, read_task_record, task_parameters
 
     latest = tf.train.latest_checkpoint(input_dir)
-    record = read_task_record(input_dir) or {}
+    record = read_task_record(input_dir, tool=None if model_type else "convert_checkpoint") or {}
     model_type = model_type or record.get("model_type")
     if model_type is None:
         raise UsageError(

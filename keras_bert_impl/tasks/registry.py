@@ -102,10 +102,12 @@ def write_task_record(directory, task, **settings):
         json.dump({"model_type": task.name, **options, **settings}, writer, indent=1, default=str)
 
 
-def read_task_record(checkpoint):
+def read_task_record(checkpoint, tool=None):
     """What the fine-tuning run holding `checkpoint` (its output_dir, a ckpt-N prefix in it or in
     its best/) trained: its task.json, else the meta.json of data it converted itself; only a
-    registered task. None for anything else (a released model, a pretraining run)."""
+    registered task. None for anything else (a released model, a pretraining run). With `tool` (the
+    command asking), a task outside the registry (a feature-based tagger) is refused instead,
+    naming the runner's own export and the encoder-only way out."""
     import json
 
     import tensorflow as tf
@@ -127,7 +129,14 @@ def read_task_record(checkpoint):
             record = json.loads(read_bytes(path))
         except ValueError:
             return None
-        if not isinstance(record, dict) or record.get("model_type") not in TASKS:
+        if not isinstance(record, dict):
+            return None
+        if record.get("model_type") not in TASKS:
+            if tool and name == TASK_RECORD and record.get("model_type"):
+                raise UsageError(
+                    f"{path}: the run trained {record['model_type']}, which {tool} cannot build; export it with "
+                    f"the runner that trained it (its --export_dir), or pass --model_type=encoder for the encoder alone"
+                )
             return None
         if name == "meta.json":  # the data's record: its own names for the labels
             record = {"model_type": record["model_type"], "label_names": record.get("labels"), **record}
