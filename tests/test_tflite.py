@@ -170,3 +170,28 @@ def test_an_existing_tflite_file_is_replaced_by_its_own_export_or_with_force(tmp
         check_tflite_file(str(tflite), str(export_dir), False, "init_checkpoint:/runs/b", {})
     with pytest.raises(UsageError, match="replacing it would delete that"):
         check_tflite_file(str(tflite), str(export_dir), True, "init_checkpoint:/runs/a", {"--vocab_file": str(tflite)})
+    # A second file from the same export (float32 and int8 beside each other): both stay its own.
+    (tmp_path / "int8.tflite").write_bytes(b"converted")
+    record_tflite_file(str(export_dir), str(tmp_path / "int8.tflite"))
+    for name in ("model.tflite", "int8.tflite"):
+        check_tflite_file(str(tmp_path / name), str(export_dir), False, "init_checkpoint:/runs/a", {})
+
+
+def test_an_export_replacing_its_own_keeps_the_tflite_files_it_converted(tmp_path):
+    """New weights from the same source replace the export and keep its record of converted files,
+    so the command that converts them again may replace them; another source's export does not."""
+    from keras_bert_impl.serving.export import check_tflite_file, record_tflite_file
+
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    task = create_task("encoder", tiny_bert_config(len(VOCAB)), LENGTH)
+    export_dir, tflite = str(tmp_path / "export"), str(tmp_path / "model.tflite")
+    for seed in (1, 2):  # the run trained on: other weights
+        model = randomize_weights(task.build_model(), seed=seed, scale=0.2)
+        export_saved_model(model, task, str(tmp_path / "vocab.txt"), True, export_dir, source="output_dir:/runs/a")
+        if seed == 1:
+            record_tflite_file(export_dir, tflite)
+            (tmp_path / "model.tflite").write_bytes(b"converted")
+    check_tflite_file(tflite, export_dir, False, "output_dir:/runs/a", {})
+    export_saved_model(model, task, str(tmp_path / "vocab.txt"), True, export_dir, force=True, source="output_dir:/b")
+    with pytest.raises(FileExistsError):
+        check_tflite_file(tflite, export_dir, False, "output_dir:/b", {})

@@ -79,18 +79,18 @@ def check_export_dir(export_dir, force, source, inputs=None):
 
 
 def _location(path):
-    return str(path) if "://" in str(path) else os.path.abspath(path)
+    return str(path) if "://" in str(path) else os.path.realpath(path)
 
 
 def check_tflite_file(tflite_file, export_dir, force, source, inputs):
     """Before heavy work: an existing `tflite_file` is replaced only with `force`, or when the
-    export in `export_dir` of the same `source` recorded converting it (this command run again);
-    never when it is one of `inputs`."""
+    export in `export_dir` of the same `source` recorded converting it (this command run again, at
+    either quantization); never when it is one of `inputs`."""
     check_not_holding_inputs(tflite_file, "--tflite_file", inputs)
     if force or not exists(tflite_file):
         return
     record = export_record(export_dir)
-    if not (_same_source(record, source) and record.get("tflite_file") == _location(tflite_file)):
+    if not (_same_source(record, source) and _location(tflite_file) in record.get("tflite_files", [])):
         raise FileExistsError(
             f"{tflite_file}: already exists and was not converted from {export_dir}; pass --force to replace it "
             "(or choose another --tflite_file)"
@@ -98,11 +98,14 @@ def check_tflite_file(tflite_file, export_dir, force, source, inputs):
 
 
 def record_tflite_file(export_dir, tflite_file):
-    """Notes in the export's record that `tflite_file` was converted from it."""
+    """Notes in the export's record that `tflite_file` is converted from it (before converting: a
+    conversion cut short leaves the file this command's to replace when run again)."""
     record = export_record(export_dir)
-    record["tflite_file"] = _location(tflite_file)
-    with atomic_output(os.path.join(export_dir, EXPORT_RECORD)) as writer:
-        json.dump(record, writer, indent=1)
+    files = record.setdefault("tflite_files", [])
+    if _location(tflite_file) not in files:
+        files.append(_location(tflite_file))
+        with atomic_output(os.path.join(export_dir, EXPORT_RECORD)) as writer:
+            json.dump(record, writer, indent=1)
 
 
 def fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length):
@@ -144,6 +147,7 @@ def export_saved_model(
     check_writable(export_dir, "--export_dir", kind="replaced")
     print_ = log or (lambda message: None)
     mark = fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length)
+    converted = {}  # the .tflite files converted from an export this one replaces as its own
     if source and not force and exists(export_dir):
         record = export_record(export_dir)
         if _same_source(record, source):
@@ -160,6 +164,7 @@ def export_saved_model(
                 "options changed)"
             )
             force = True
+            converted = {key: record[key] for key in ("tflite_files",) if key in record}
     with atomic_directory(export_dir, force=force) as temporary, plain_formulas(serving=True):
         tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case, keep_tokens=task.serving_keep_tokens)
         vocab = tokenizer.ids_to_tokens(tf.range(tokenizer.vocab_size)).numpy().tolist()
@@ -198,7 +203,7 @@ def export_saved_model(
         # The vocabulary travels with the model.
         shutil.copyfile(vocab_file, os.path.join(temporary, "assets", os.path.basename(vocab_file)))
         with atomic_output(os.path.join(temporary, EXPORT_RECORD)) as writer:
-            json.dump({"source": source, "fingerprint": mark, "model_type": task.name}, writer, indent=1)
+            json.dump({"source": source, "fingerprint": mark, "model_type": task.name, **converted}, writer, indent=1)
     print_(f"exported a SavedModel to {export_dir}")
     return export_dir
 
@@ -360,8 +365,8 @@ def build_and_export(options, log=print):
     if options.tflite_file:
         from keras_bert_impl.serving.tflite import convert_to_tflite
 
-        size = convert_to_tflite(options.export_dir, options.tflite_file, options.tflite_quantization)
         record_tflite_file(options.export_dir, options.tflite_file)
+        size = convert_to_tflite(options.export_dir, options.tflite_file, options.tflite_quantization)
         kind = f"{options.tflite_quantization}, {size / 2**20:.1f} MiB"
         log(f"wrote {options.tflite_file} ({kind}): token ids in, signature serve_ids")
     return options.export_dir
