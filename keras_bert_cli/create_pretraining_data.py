@@ -31,8 +31,8 @@ flags.DEFINE_integer(
     "unit_bytes",
     4 << 20,
     "Bytes of input text per unit of work (the input files read one after another: small files share a unit): "
-    "the memory bound of a worker, and the pool random-next segments come from. A document longer than a unit is "
-    "a unit of its own.",
+    "the memory bound of a worker, and the pool random-next segments come from. A document longer than a unit "
+    "belongs to the unit it starts in; the units inside it hold none.",
 )
 flags.DEFINE_bool(
     "dynamic_masking",

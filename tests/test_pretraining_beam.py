@@ -1,5 +1,6 @@
 """The Apache Beam pipeline of create_pretraining_data: the same set of serialized examples as the
-local tool for the same flags, in OUTPUT-0000i-of-0000N shards, nothing left behind."""
+local tool for the same flags (over several input files, which units span), in
+OUTPUT-0000i-of-0000N shards, nothing left behind."""
 
 import collections
 import glob
@@ -13,6 +14,7 @@ import tensorflow as tf
 from keras_bert_common.errors import UsageError
 from tests.conftest import REPO_ROOT, subprocess_env
 from tests.pretraining_fixtures import make_pretraining_setup
+from tfrecord_tools.pretraining_units import plan_units
 
 pytest.importorskip("apache_beam")
 
@@ -33,8 +35,16 @@ def _records(pattern):
 @pytest.mark.parametrize("dynamic", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_beam_direct_runner_writes_what_the_local_tool_writes(tmp_path, dynamic):
     setup = make_pretraining_setup(str(tmp_path / "data"))
+    # The corpus in three files of unequal size: units of 500 bytes span files, by either engine.
+    documents = open(setup["corpus.txt"]).read().strip().split("\n\n")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for index, chunk in enumerate((documents[:1], documents[1:4], documents[4:])):
+        (parts / f"part{index}.txt").write_text("\n\n".join(chunk) + "\n")
+    units = plan_units(sorted(glob.glob(f"{parts}/part*.txt")), 500)
+    assert len(documents) > 5 and any(len(unit.spans) > 1 for unit in units)
     flags = [
-        f"--input_file={setup['corpus.txt']}",
+        f"--input_file={parts}/part*.txt",
         f"--vocab_file={setup['vocab.txt']}",
         "--max_seq_length=24",
         "--max_predictions_per_seq=4",

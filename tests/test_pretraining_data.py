@@ -242,7 +242,7 @@ def test_one_document_per_file_pairs_across_files_and_a_file_without_blank_lines
         [str(run_on)], [str(tmp_path / "run_on.tfrecord")], _options(root, unit_bytes=300), log=lambda message: None
     )
     assert summary.units > 3 and summary.empty_units == summary.units - 1 and summary.single_document_units == 1
-    assert summary.single_document_warning().startswith("1 of 1 units of text hold a single document")
+    assert summary.single_document_warning().startswith("1 of 1 units with text hold a single document")
     assert summary.single_document_warning(next_sentence_prediction=False) is None
 
 

@@ -80,8 +80,9 @@ def test_small_files_share_units_and_every_document_is_read_once(tmp_path):
     for index in range(23):
         document = [f"file {index} sentence {k}" for k in range(rng.randint(1, 4))]
         path = tmp_path / f"doc{index}.txt"
-        # No trailing blank line in some: the end of a file ends its document.
-        path.write_text("\n".join(document) + ("\n\n" if index % 3 else "\n"))
+        # No trailing blank line in some, no final newline in others: the end of a file ends its
+        # document, and its last line is not joined to the next file's first.
+        path.write_text("\n".join(document) + ("\n\n" if index % 3 else "\n" if index % 2 else ""))
         paths.append(str(path))
         want.append(document)
     (tmp_path / "empty.txt").write_text("")

@@ -60,7 +60,7 @@ class Summary:
     masked_tokens: int = 0
     random_next: int = 0
     single_document_units: int = 0  # units whose text is one document
-    empty_units: int = 0  # units in which no document starts (ranges inside a longer document)
+    empty_units: int = 0  # units in which no document starts (inside a longer one, or only bad lines)
 
     def add(self, other):
         for field in dataclasses.fields(self):
@@ -74,7 +74,7 @@ class Summary:
         if not next_sentence_prediction or self.single_document_units * 2 <= with_text:
             return None
         return (
-            f"{self.single_document_units} of {with_text} units of text hold a single document, so their "
+            f"{self.single_document_units} of {with_text} units with text hold a single document, so their "
             "'random next' segments come from that same document (Google's tool draws them from the whole "
             "corpus); documents this long usually lack the blank lines that separate documents: put one "
             "between documents (or raise --unit_bytes)"

@@ -6,9 +6,9 @@ file sizes alone. A unit spans files where they are small (many one-book or one-
 share a unit, as Google's tool pools all documents), and is a range of one file where it is large.
 Any worker, a local process or a Beam worker on another machine, reads just its own ranges
 (seeking into the files), and the same files and flags give the same units wherever they run. A
-document longer than a unit is the only document of the unit it starts in, and the ranges inside
-it hold none. Documents are Google's: one sentence per line, a blank line between documents (and
-the end of a file ends one)."""
+document longer than a unit belongs to the unit it starts in, and the units inside it hold none.
+Documents are Google's: one sentence per line, a blank line between documents (and the end of a
+file ends one)."""
 
 import dataclasses
 import os
