@@ -113,6 +113,26 @@ def test_progress_comes_from_inside_a_long_loop(tmp_path):
     assert all("examples/s" in line and "ETA" in line for line in logs if line.startswith("step "))
 
 
+def test_a_loop_that_cannot_report_its_steps_runs_the_first_step_alone(tmp_path, monkeypatch):
+    """As on a TPU (no Python call inside the compiled loop): the first loop is the first step
+    alone, which carries the tracing, and the other loops keep their length."""
+    from keras_bert_impl.training import trainer
+
+    original = trainer.Trainer.__init__
+
+    def without_in_loop_progress(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self._progress_in_loop = False
+
+    monkeypatch.setattr(trainer.Trainer, "__init__", without_in_loop_progress)
+    setup = make_pretraining_setup(str(tmp_path / "data"))
+    flags = pretraining_flags(
+        setup, str(tmp_path / "out"), num_train_steps=9, iterations_per_loop=4, save_checkpoints_steps=1000
+    )
+    result = run_pretraining(PretrainingOptions(**flags), log=lambda message: None)
+    assert [loop["step"] for loop in result.train.history] == [1, 5, 9]
+
+
 def test_the_rate_and_eta_leave_out_the_first_steps_tracing():
     """100 steps of 0.2 s after a first step that took 10 s (tracing): the rate is 5 steps/s from
     the end of the first step, not 11 steps in 12 s; later loops count from their own start

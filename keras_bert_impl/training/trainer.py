@@ -308,6 +308,11 @@ class Trainer:
             if every_eval:
                 boundaries.append(every_eval - step % every_eval)
             num_steps = min(self.steps_per_loop, num_train_steps - step, *boundaries)
+            if not self._progress_in_loop and not result.history:
+                # A loop that cannot report its steps (TPU) runs the first step alone: it carries the
+                # compilation, and the progress lines measure from its end (the loop's step count is
+                # a tensor, so the next call compiles nothing).
+                num_steps = 1
             self._progress.start_loop(step)
             loop_start = time.time()
             sums = {
@@ -317,9 +322,7 @@ class Trainer:
             elapsed = time.time() - loop_start
             metrics = self._ratios(sums)
             step = self.global_step
-            # Where the loop does not report its steps (TPU) this marks the end of the first loop:
-            # its own line still counts the compilation, later ones do not.
-            self._progress.step_done(step)
+            self._progress.step_done(step)  # where the loop does not report its steps (TPU)
             if not all(map(_finite, metrics.values())):
                 saved = self._last_saved_step()
                 kept = f"its checkpoint of step {saved} is kept" if saved is not None else "no checkpoint was saved yet"
