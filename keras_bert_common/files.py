@@ -27,6 +27,12 @@ def is_remote(path):
     return "://" in str(path)
 
 
+def location(path):
+    """What two names of one file have in common: a remote path as given, a local one resolved
+    (absolute, symlinks followed)."""
+    return str(path) if is_remote(path) else os.path.realpath(path)
+
+
 def _gfile():
     import tensorflow as tf  # only remote paths need TensorFlow here
 
@@ -237,18 +243,14 @@ def check_not_holding_inputs(directory, flag, inputs):
 
 def check_outputs_distinct(outputs, inputs=(), flag="--output_file"):
     """Each output named once, and none of them an input (writing it would destroy the input)."""
-
-    def key(path):
-        return str(path) if is_remote(path) else os.path.realpath(path)
-
-    input_keys = {key(path) for path in inputs}
+    input_keys = {location(path) for path in inputs}
     seen = set()
     for path in outputs:
-        if key(path) in seen:
+        if location(path) in seen:
             raise UsageError(f"{path}: listed twice in {flag}; name each output once")
-        if key(path) in input_keys:
+        if location(path) in input_keys:
             raise UsageError(f"{path}: is also an input; writing it would destroy the input: choose another {flag}")
-        seen.add(key(path))
+        seen.add(location(path))
 
 
 def expand_file_patterns(file_patterns, flag="--input_file", example="*.txt", log=None):

@@ -41,6 +41,7 @@ from keras_bert_common.files import (
     check_readable_file,
     check_writable,
     exists,
+    location,
     read_bytes,
 )
 from keras_bert_impl.layers.fused import plain_formulas
@@ -78,10 +79,6 @@ def check_export_dir(export_dir, force, source, inputs=None):
         )
 
 
-def _location(path):
-    return str(path) if "://" in str(path) else os.path.realpath(path)
-
-
 def check_tflite_file(tflite_file, export_dir, force, source, inputs):
     """Before heavy work: an existing `tflite_file` is replaced only with `force`, or when the
     export in `export_dir` of the same `source` recorded converting it (this command run again, at
@@ -90,7 +87,7 @@ def check_tflite_file(tflite_file, export_dir, force, source, inputs):
     if force or not exists(tflite_file):
         return
     record = export_record(export_dir)
-    if not (_same_source(record, source) and _location(tflite_file) in record.get("tflite_files", [])):
+    if not (_same_source(record, source) and location(tflite_file) in record.get("tflite_files", [])):
         raise FileExistsError(
             f"{tflite_file}: already exists and was not converted from {export_dir}; pass --force to replace it "
             "(or choose another --tflite_file)"
@@ -102,8 +99,8 @@ def record_tflite_file(export_dir, tflite_file):
     conversion cut short leaves the file this command's to replace when run again)."""
     record = export_record(export_dir)
     files = record.setdefault("tflite_files", [])
-    if _location(tflite_file) not in files:
-        files.append(_location(tflite_file))
+    if location(tflite_file) not in files:
+        files.append(location(tflite_file))
         with atomic_output(os.path.join(export_dir, EXPORT_RECORD)) as writer:
             json.dump(record, writer, indent=1)
 
@@ -147,7 +144,7 @@ def export_saved_model(
     check_writable(export_dir, "--export_dir", kind="replaced")
     print_ = log or (lambda message: None)
     mark = fingerprint(model, task, vocab_file, do_lower_case, variable_seq_length)
-    converted = {}  # the .tflite files converted from an export this one replaces as its own
+    tflite_files = []  # converted from an export this one replaces as its own: still its own
     if source and not force and exists(export_dir):
         record = export_record(export_dir)
         if _same_source(record, source):
@@ -164,7 +161,7 @@ def export_saved_model(
                 "options changed)"
             )
             force = True
-            converted = {key: record[key] for key in ("tflite_files",) if key in record}
+            tflite_files = record.get("tflite_files", [])
     with atomic_directory(export_dir, force=force) as temporary, plain_formulas(serving=True):
         tokenizer = BertTextTokenizer(vocab_file, do_lower_case=do_lower_case, keep_tokens=task.serving_keep_tokens)
         vocab = tokenizer.ids_to_tokens(tf.range(tokenizer.vocab_size)).numpy().tolist()
@@ -203,7 +200,8 @@ def export_saved_model(
         # The vocabulary travels with the model.
         shutil.copyfile(vocab_file, os.path.join(temporary, "assets", os.path.basename(vocab_file)))
         with atomic_output(os.path.join(temporary, EXPORT_RECORD)) as writer:
-            json.dump({"source": source, "fingerprint": mark, "model_type": task.name, **converted}, writer, indent=1)
+            record = {"source": source, "fingerprint": mark, "model_type": task.name, "tflite_files": tflite_files}
+            json.dump(record, writer, indent=1)
     print_(f"exported a SavedModel to {export_dir}")
     return export_dir
 

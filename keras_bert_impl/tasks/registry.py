@@ -68,7 +68,11 @@ def create_task(name, bert_config, max_seq_length, **options):
 
 def task_parameters(name):
     """The options task `name`'s constructor takes."""
-    return set(inspect.signature(task_class(name).__init__).parameters) - {"self", "bert_config", "max_seq_length"}
+    return _options_of_class(task_class(name))
+
+
+def _options_of_class(cls):
+    return set(inspect.signature(cls.__init__).parameters) - {"self", "bert_config", "max_seq_length"}
 
 
 def check_options_apply(name, flags):
@@ -96,8 +100,7 @@ def write_task_record(directory, task, **settings):
     from keras_bert_common.files import atomic_output
 
     # The class's own constructor: a task defined outside the registry (a user's) is recorded too.
-    names = set(inspect.signature(type(task).__init__).parameters) - {"self", "bert_config", "max_seq_length"}
-    options = {name: getattr(task, name) for name in sorted(names) if hasattr(task, name)}
+    options = {name: getattr(task, name) for name in sorted(_options_of_class(type(task))) if hasattr(task, name)}
     with atomic_output(os.path.join(directory, TASK_RECORD)) as writer:
         json.dump({"model_type": task.name, **options, **settings}, writer, indent=1, default=str)
 

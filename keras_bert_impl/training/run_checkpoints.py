@@ -33,7 +33,8 @@ class RunCheckpoints:
         self.max_to_keep = max_to_keep
         self.manager = None
         self.saving = False
-        self._unrecorded_flags = {}  # input flags the record lacks: added once a checkpoint is saved with them
+        self._unrecorded_flags = []  # input flags the record lacks: added once a checkpoint is saved with them
+        self._input_flags = None  # {flag: value} of this run's input pipeline
 
     def _rng_states(self):
         return [v for v in self.model.variables if "seed_generator_state" in v.path]
@@ -97,12 +98,16 @@ class RunCheckpoints:
             raise
         finally:
             self.saving = False
-        if self._unrecorded_flags and self.is_chief:
-            path = os.path.join(self.output_dir, INPUT_FLAGS_FILE)
-            with atomic_output(path) as writer:
-                json.dump({**json.loads(read_bytes(path)), **self._unrecorded_flags}, writer, indent=1)
-        self._unrecorded_flags = {}
+        if self._unrecorded_flags:
+            self._write_input_flags()
+            self._unrecorded_flags = []
         return saved
+
+    def _write_input_flags(self):
+        if self.is_chief:
+            tf.io.gfile.makedirs(self.output_dir)
+            with atomic_output(os.path.join(self.output_dir, INPUT_FLAGS_FILE)) as writer:
+                json.dump(self._input_flags, writer, indent=1)
 
     def _remove_unrecorded(self, step):
         """The files of checkpoint `step` when the state file does not name it (its save failed)."""
@@ -127,6 +132,7 @@ class RunCheckpoints:
         that later resumes check them (not before: a resume that fails must not record its values)."""
         if input_flags is None:
             return []
+        self._input_flags = input_flags
         path = os.path.join(self.output_dir, INPUT_FLAGS_FILE)
         if tf.train.latest_checkpoint(self.output_dir):
             if not tf.io.gfile.exists(path):
@@ -151,10 +157,7 @@ class RunCheckpoints:
                     + f"; resume with the same {' and '.join(changed)}, or pass a new --output_dir to train on this "
                     "data (--init_checkpoint=<that output_dir> starts from its weights)"
                 )
-            self._unrecorded_flags = {flag: value for flag, value in input_flags.items() if flag not in saved}
-            return list(self._unrecorded_flags)
-        if self.is_chief:
-            tf.io.gfile.makedirs(self.output_dir)
-            with atomic_output(path) as writer:
-                json.dump(input_flags, writer, indent=1)
+            self._unrecorded_flags = [flag for flag in input_flags if flag not in saved]
+            return self._unrecorded_flags  # the record now differs from `input_flags` only by those
+        self._write_input_flags()
         return []

@@ -225,11 +225,12 @@ class Trainer:
         progress = self._progress
         if progress is None:
             return False
-        progress.step_done(progress.loop_start_step + int(done))
+        step = progress.loop_start_step + int(done)
+        progress.step_done(step)
         if not progress.due() or int(done) == int(num_steps):
             return False
         sums = dict(zip(sorted(self._numerator_names + self._denominator_names), (float(v) for v in values)))
-        self._log_progress(progress.loop_start_step + int(done), self._ratios(sums))
+        self._log_progress(step, self._ratios(sums))
         return False
 
     def _eval_step_fn(self, features):
