@@ -132,6 +132,24 @@ def our_runners(saved_models, tflite_files, threads):
     return runners
 
 
+def start_onnx_runtime(hf_dir, work, inputs, threads):
+    """bench/onnx_runtime_worker.py on HF_DIR in `.venv-interop`: (process, ask(request) -> reply,
+    its ready line)."""
+    worker = subprocess.Popen(
+        [INTEROP_PYTHON, os.path.join(ROOT, "bench", "onnx_runtime_worker.py"), hf_dir, work, inputs, str(threads)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+    def ask(request):
+        worker.stdin.write(json.dumps(request) + "\n")
+        worker.stdin.flush()
+        return json.loads(worker.stdout.readline())
+
+    return worker, ask, json.loads(worker.stdout.readline())
+
+
 def median_seconds(run, calls, repeats):
     times = []
     for _ in range(repeats):
@@ -180,20 +198,7 @@ def main():
                     for key, value in feed.items()
                 },
             )
-            worker = subprocess.Popen(
-                [INTEROP_PYTHON, os.path.join(ROOT, "bench", "onnx_runtime_worker.py"), hf_dir, work, inputs]
-                + [str(threads)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-
-            def ask(request, worker=worker):
-                worker.stdin.write(json.dumps(request) + "\n")
-                worker.stdin.flush()
-                return json.loads(worker.stdout.readline())
-
-            ready = json.loads(worker.stdout.readline())
+            worker, ask, ready = start_onnx_runtime(hf_dir, work, inputs, threads)
             layers, hidden = MODELS[name][:2]
             print(f"\n{name} (L{layers}/H{hidden}): onnxruntime {ready['onnxruntime']}, fused {ready['fused']}")
             ours = our_runners(saved, tflite_files, threads)
