@@ -39,7 +39,9 @@ flags.DEFINE_bool(
     "--novariable_seq_length pads to --max_seq_length (static shapes, e.g. for TPU serving).",
 )
 flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.")
-flags.DEFINE_bool("force", False, "Replace an existing --export_dir.")
+flags.DEFINE_bool(
+    "force", False, "Replace an existing --export_dir, and an existing --tflite_file another export wrote (both)."
+)
 flags.DEFINE_bool("allow_random_weights", False, "Export even without --init_checkpoint (random weights).")
 flags.DEFINE_string(
     "tflite_file", None, "Also write a TFLite model of the serve_ids signature (token ids in; no tokenizer) here."
