@@ -42,20 +42,22 @@ CALLS = 20  # calls per timing: the median of CALLS x repeats
 
 
 def dense_shapes(name):
-    """[(rows in, columns out, GELU)] of every Dense map of the encoder, in order."""
+    """[(fan_in, fan_out)] of every Dense map of the encoder, in order: per layer query, key, value,
+    attention output, intermediate (GELU after it), output."""
     layers, hidden, _, intermediate = MODELS[name]
     return [
         shape
         for _ in range(layers)
-        for shape in [(hidden, hidden, False)] * 4 + [(hidden, intermediate, True), (intermediate, hidden, False)]
+        for shape in [(hidden, hidden)] * 4 + [(hidden, intermediate), (intermediate, hidden)]
     ]
 
 
 def matmul_runners(name):
-    """{runner: run(length)} of the Dense maps alone: TF (oneDNN, as served), TF with XLA, numpy."""
+    """The Dense maps alone: ({runner: run(feed)}, random_rows(length)), each run taking the
+    [length, hidden] rows in feed["rows"]: TF (oneDNN, as served), TF with XLA, numpy."""
     rng = np.random.default_rng(0)
     shapes = dense_shapes(name)
-    kernels = [rng.standard_normal(shape[:2], dtype=np.float32) * 0.02 for shape in shapes]
+    kernels = [rng.standard_normal(shape, dtype=np.float32) * 0.02 for shape in shapes]
     biases = [np.zeros(shape[1], np.float32) for shape in shapes]
     variables = [(tf.Variable(kernel), tf.Variable(bias)) for kernel, bias in zip(kernels, biases)]
     hidden = MODELS[name][1]
@@ -65,7 +67,8 @@ def matmul_runners(name):
         # none of them is pruned and each layer depends on the last, as in the encoder.
         for layer in range(0, len(variables), 6):
             (q, qb), (k, kb), (v, vb), (o, ob), (i, ib), (w, wb) = variables[layer : layer + 6]
-            mixed = sum(tf.nn.bias_add(tf.matmul(rows, kernel), bias) for kernel, bias in ((q, qb), (k, kb), (v, vb)))
+            query, key, value = (tf.nn.bias_add(tf.matmul(rows, x), b) for x, b in ((q, qb), (k, kb), (v, vb)))
+            mixed = query + key + value
             rows = tf.nn.bias_add(tf.matmul(mixed, o), ob)
             rows = tf.nn.bias_add(tf.matmul(tf.nn.gelu(tf.nn.bias_add(tf.matmul(rows, i), ib)), w), wb)
         return rows
@@ -83,14 +86,14 @@ def matmul_runners(name):
             rows = (rows @ i + ib) @ w + wb  # GELU left out: numpy has none, and it is not a matmul
         return rows
 
-    def inputs(length):
+    def random_rows(length):
         return rng.standard_normal((length, hidden), dtype=np.float32)
 
     return {
         "matmuls in TF (oneDNN)": lambda feed: graph(feed["rows"]).numpy(),
         "matmuls in TF, XLA": lambda feed: xla(feed["rows"]).numpy(),
         "matmuls in numpy": lambda feed: numpy_chain(feed["rows"]),
-    }, inputs
+    }, random_rows
 
 
 def peak_flops():
@@ -171,7 +174,7 @@ def main():
             print("| tokens | matmul GFLOP | at peak | " + " | ".join(runners) + " |")
             print("|---" * (3 + len(runners)) + "|")
             for length in lengths:
-                flops = sum(2 * length * rows_in * columns for rows_in, columns, _ in dense_shapes(name))
+                flops = sum(2 * length * fan_in * fan_out for fan_in, fan_out in dense_shapes(name))
                 cells = [f"{best[length][runner] * 1e3:.2f}" for runner in runners]
                 print(f"| {length} | {flops / 1e9:.2f} | {flops / peak * 1e3:.2f} | " + " | ".join(cells) + " |")
 
