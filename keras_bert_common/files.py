@@ -246,11 +246,12 @@ def check_outputs_distinct(outputs, inputs=(), flag="--output_file"):
     input_keys = {location(path) for path in inputs}
     seen = set()
     for path in outputs:
-        if location(path) in seen:
+        where = location(path)
+        if where in seen:
             raise UsageError(f"{path}: listed twice in {flag}; name each output once")
-        if location(path) in input_keys:
+        if where in input_keys:
             raise UsageError(f"{path}: is also an input; writing it would destroy the input: choose another {flag}")
-        seen.add(location(path))
+        seen.add(where)
 
 
 def expand_file_patterns(file_patterns, flag="--input_file", example="*.txt", log=None):

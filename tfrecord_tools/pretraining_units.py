@@ -14,7 +14,7 @@ import dataclasses
 import os
 
 from keras_bert_common.errors import UsageError
-from keras_bert_common.files import open_binary
+from keras_bert_common.files import is_remote, open_binary
 
 # A few MB: small enough that a unit's instances fit comfortably in one worker's memory, large
 # enough that per-unit overhead does not show.
@@ -45,7 +45,7 @@ class Unit:
 
 
 def _size(path):
-    if "://" in path:
+    if is_remote(path):
         import tensorflow as tf  # only remote inputs need it
 
         return tf.io.gfile.stat(path).length

@@ -98,9 +98,9 @@ def record_tflite_file(export_dir, tflite_file):
     """Notes in the export's record that `tflite_file` is converted from it (before converting: a
     conversion cut short leaves the file this command's to replace when run again)."""
     record = export_record(export_dir)
-    files = record.setdefault("tflite_files", [])
-    if location(tflite_file) not in files:
-        files.append(location(tflite_file))
+    files, where = record.setdefault("tflite_files", []), location(tflite_file)
+    if where not in files:
+        files.append(where)
         with atomic_output(os.path.join(export_dir, EXPORT_RECORD)) as writer:
             json.dump(record, writer, indent=1)
 
